@@ -1,0 +1,324 @@
+/**
+ * `npm run bench`: measured side by side in one run, on this machine.
+ *
+ * 1. Ingest throughput (chunks/s) of the real pipeline (`ingestDocuments` → `PgVectorStore.addChunks`:
+ *    local embedding, BM25 analysis, statistics, batched upserts) on PGlite and on PostgreSQL, against the
+ *    floor: the same embedding work plus ONE bulk COPY of the very rows our store wrote into a table of the
+ *    same definition. Ratio = ours / floor throughput (1.0 = no overhead beyond the floor).
+ * 2. Search latency p50/p95 of `store.search()` for vector and hybrid, against the raw SQL alone: the exact
+ *    statements the search issued (recorded), replayed with the same parameters on the same connection.
+ *    Ratio = ours / raw (1.0 = no overhead beyond the SQL).
+ *
+ * PostgreSQL comes from PGVECTOR_HOST/PORT/DB/USER/PASSWORD, or is started with ../shared/tools/pg-with-pgvector
+ * when running as root; without either, its rows are reported as skipped.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { createChunker } from '../shared/src/chunking/index.js';
+import type { AI4RAGChunk } from '../shared/src/chunking/types.js';
+import { ENV } from '../shared/src/config.js';
+import { DEFAULT_CHUNKING } from '../shared/src/defaults.js';
+import { loadDocuments } from '../shared/src/documents/index.js';
+import type { LoadedDocument } from '../shared/src/documents/types.js';
+import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../shared/src/embeddings/factory.js';
+import type { Embedder } from '../shared/src/embeddings/types.js';
+import { loadBenchmark } from '../shared/src/evaluation/benchmark.js';
+import { ingestDocuments } from '../shared/src/ingest/pipeline.js';
+import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
+import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
+import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
+import type { SearchParams } from '../shared/src/vectorstores/types.js';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const DATA = resolve(ROOT, '../shared/data');
+const MAX_DOCS = Number(ENV.BENCH_MAX_DOCS ?? 3000);
+const QUERIES = Number(ENV.BENCH_QUERIES ?? 150);
+const ROUNDS = Number(ENV.BENCH_ROUNDS ?? 3);
+
+interface Recorded {
+  text: string;
+  params: unknown[] | undefined;
+}
+
+/** Wraps a SqlClient and records every statement while `recording` is on (inside transactions too). */
+function recording(inner: SqlClient): SqlClient & { log: Recorded[]; on: boolean } {
+  const state = { log: [] as Recorded[], on: false };
+  const wrap = (c: SqlClient): SqlClient => ({
+    dialect: c.dialect,
+    async query<R>(text: string, params?: unknown[]) {
+      if (state.on) state.log.push({ text, params });
+      return c.query<R>(text, params);
+    },
+    transaction: <T>(fn: (tx: SqlClient) => Promise<T>) => c.transaction((tx) => fn(wrap(tx))),
+    close: () => c.close(),
+  });
+  return Object.assign(wrap(inner), state, {
+    get log() {
+      return state.log;
+    },
+    get on() {
+      return state.on;
+    },
+    set on(v: boolean) {
+      state.on = v;
+    },
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx] as number;
+}
+
+const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+
+async function loadCorpus(): Promise<{ name: string; docs: LoadedDocument[]; queries: string[] }> {
+  const scifact = join(DATA, 'scifact');
+  if (existsSync(join(scifact, 'corpus.jsonl'))) {
+    const loaded = await loadDocuments([join(scifact, 'corpus.jsonl')]);
+    const questions = await loadBenchmark(join(scifact, 'benchmark.dev.json'));
+    return {
+      name: `scifact (first ${MAX_DOCS} of ${loaded.documents.length} abstracts)`,
+      docs: loaded.documents.slice(0, MAX_DOCS),
+      queries: questions.map((q) => q.question),
+    };
+  }
+  const loaded = await loadDocuments([join(ROOT, 'examples/docs')]);
+  return {
+    name: 'examples/docs (../shared/data absent)',
+    docs: loaded.documents,
+    queries: [
+      'annual leave days',
+      'expense approval limit',
+      'password rules',
+      'vessel maximum draft',
+    ],
+  };
+}
+
+interface Target {
+  label: string;
+  open: () => Promise<SqlClient>;
+  copyRows: (client: SqlClient, from: string, to: string) => Promise<number>;
+}
+
+async function timeIngest(
+  target: Target,
+  embedder: Embedder,
+  docs: LoadedDocument[],
+  chunks: Map<string, AI4RAGChunk[]>,
+) {
+  const total = [...chunks.values()].reduce((a, c) => a + c.length, 0);
+  const client = await target.open();
+  const name = `ai4rag_bench_${Date.now().toString(36)}`;
+  try {
+    const store = await PgVectorStore.create({ client, embedder, collectionName: name });
+    const t0 = performance.now();
+    await ingestDocuments(docs, {
+      store,
+      chunking: DEFAULT_CHUNKING,
+      chunk: (d) => chunks.get(d.key) ?? [],
+    });
+    const ours = (performance.now() - t0) / 1000;
+
+    // Floor: the same embedding work (same batches) + one COPY of the same rows into a same-definition table.
+    const texts = [...chunks.values()].flat().map((c) => c.text);
+    const t1 = performance.now();
+    for (let i = 0; i < texts.length; i += 1024)
+      await embedder.embedDocuments(texts.slice(i, i + 1024));
+    const embedSeconds = (performance.now() - t1) / 1000;
+    await client.query(`CREATE TABLE ${name}_floor (LIKE ${name} INCLUDING ALL)`);
+    const t2 = performance.now();
+    const copied = await target.copyRows(client, name, `${name}_floor`);
+    const copySeconds = (performance.now() - t2) / 1000;
+    if (copied !== total) throw new Error(`floor copied ${copied} rows, expected ${total}`);
+    const floor = embedSeconds + copySeconds;
+    return { store, client, name, total, ours, floor, embedSeconds, copySeconds };
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+}
+
+async function timeSearch(
+  store: PgVectorStore,
+  rec: ReturnType<typeof recording>,
+  queries: string[],
+  params: SearchParams,
+) {
+  const ours: number[] = [];
+  const raw: number[] = [];
+  for (const q of queries.slice(0, 5)) await store.search(q, params); // warm-up (lazy index builds, caches)
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const q of queries) {
+      rec.log.length = 0;
+      rec.on = true;
+      const t0 = performance.now();
+      await store.search(q, params);
+      ours.push(performance.now() - t0);
+      rec.on = false;
+      const statements = [...rec.log];
+      const t1 = performance.now();
+      for (const s of statements) await rec.query(s.text, s.params);
+      raw.push(performance.now() - t1);
+    }
+  }
+  ours.sort((a, b) => a - b);
+  raw.sort((a, b) => a - b);
+  return {
+    p50: percentile(ours, 50),
+    p95: percentile(ours, 95),
+    rawP50: percentile(raw, 50),
+    rawP95: percentile(raw, 95),
+  };
+}
+
+function startPostgres(): { env: Record<string, string>; stop: () => void } | undefined {
+  if (ENV.PGVECTOR_HOST) return { env: {}, stop: () => {} };
+  const tool = resolve(ROOT, '../shared/tools/pg-with-pgvector');
+  if (!existsSync(tool) || process.getuid?.() !== 0) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'ai4rag-bench-pg-'));
+  try {
+    const out = execFileSync(tool, ['55439', dir], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const env: Record<string, string> = {};
+    for (const m of out.matchAll(/(PGVECTOR_[A-Z]+)=(\S*)/g)) env[m[1] as string] = m[2] as string;
+    return {
+      env,
+      stop: () => {
+        try {
+          execFileSync(
+            'su',
+            [
+              'postgres',
+              '-s',
+              '/bin/sh',
+              '-c',
+              `/usr/lib/postgresql/15/bin/pg_ctl -D '${dir}' -m fast stop`,
+            ],
+            { stdio: 'ignore' },
+          );
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    };
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const corpus = await loadCorpus();
+  const embedder = await createEmbedder(DEFAULT_EMBEDDING_MODEL);
+  const chunker = createChunker(DEFAULT_CHUNKING);
+  const chunks = new Map(corpus.docs.map((d) => [d.key, chunker.chunk(d)]));
+  const chunkCount = [...chunks.values()].reduce((a, c) => a + c.length, 0);
+  console.log(
+    `ai4rag bench — corpus: ${corpus.name}; ${corpus.docs.length} documents, ${chunkCount} chunks`,
+  );
+  console.log(
+    `embedder ${embedder.modelId}; chunking ${DEFAULT_CHUNKING.method} ${DEFAULT_CHUNKING.chunkSize}/${DEFAULT_CHUNKING.chunkOverlap}; ${QUERIES} queries x ${ROUNDS} rounds\n`,
+  );
+
+  const pglite: Target = {
+    label: 'PGlite (in-process)',
+    open: () => openPglite({}),
+    copyRows: async (client, from, to) => {
+      const db = (client as Awaited<ReturnType<typeof openPglite>>).db;
+      const out = await db.query(`COPY ${from} TO '/dev/blob'`);
+      const res = await db.query(`COPY ${to} FROM '/dev/blob'`, [], { blob: out.blob as Blob });
+      return res.affectedRows ?? 0;
+    },
+  };
+  const server = startPostgres();
+  const targets: Target[] = [pglite];
+  if (server) {
+    const cfg = pgVectorConfigFromEnv({ ...ENV, ...server.env });
+    const pools: pg.Pool[] = [];
+    targets.push({
+      label: `PostgreSQL ${cfg.host}:${cfg.port}`,
+      open: async () => {
+        const pool = new pg.Pool({
+          host: cfg.host,
+          port: cfg.port,
+          database: cfg.database,
+          user: cfg.user,
+          ...(cfg.password !== undefined && { password: cfg.password }),
+          max: 4,
+        });
+        pools.push(pool);
+        return fromPgPool(pool, { ownsPool: true });
+      },
+      copyRows: async (_client, from, to) => {
+        const pool = pools.at(-1) as pg.Pool;
+        const c = await pool.connect();
+        try {
+          const chunksOut: Buffer[] = [];
+          const source = c.query(copyTo(`COPY ${from} TO STDOUT`));
+          for await (const b of source) chunksOut.push(b as Buffer);
+          const ingest = c.query(copyFrom(`COPY ${to} FROM STDIN`));
+          await pipeline(Readable.from(chunksOut), ingest);
+          return Number(ingest.rowCount);
+        } finally {
+          c.release();
+        }
+      },
+    });
+  } else {
+    console.log(
+      'PostgreSQL: skipped (set PGVECTOR_HOST, or run as root with ../shared/tools/pg-with-pgvector)\n',
+    );
+  }
+
+  const rows: string[] = [];
+  try {
+    for (const target of targets) {
+      const ingest = await timeIngest(target, embedder, corpus.docs, chunks);
+      const oursRate = ingest.total / ingest.ours;
+      const floorRate = ingest.total / ingest.floor;
+      rows.push(
+        `ingest  ${target.label.padEnd(28)} ours ${fmt(oursRate, 0).padStart(7)} chunks/s | floor ${fmt(floorRate, 0).padStart(7)} chunks/s (embed ${fmt(ingest.embedSeconds)}s + COPY ${fmt(ingest.copySeconds)}s) | ratio ${fmt(oursRate / floorRate)} (target >= 0.7)`,
+      );
+      console.log(rows.at(-1));
+      await ingest.client.query(`DROP TABLE IF EXISTS ${ingest.name}_floor`);
+      await ingest.store.close();
+
+      // Search: reopen the collection through a recording client.
+      const rec = recording(await target.open());
+      const store = await PgVectorStore.create({
+        client: rec,
+        embedder,
+        collectionName: ingest.name,
+        ownsClient: true,
+      });
+      const queries = corpus.queries.slice(0, QUERIES);
+      for (const [mode, params] of [
+        ['vector', { k: 10, searchMode: 'vector' }],
+        ['hybrid', { k: 10, searchMode: 'hybrid', rankerStrategy: 'rrf', rankerK: 60 }],
+      ] as const) {
+        const s = await timeSearch(store, rec, queries, params as SearchParams);
+        rows.push(
+          `search  ${target.label.padEnd(28)} ${mode.padEnd(6)} p50 ${fmt(s.p50)} ms p95 ${fmt(s.p95)} ms | raw SQL p50 ${fmt(s.rawP50)} ms p95 ${fmt(s.rawP95)} ms | ratio p50 ${fmt(s.p50 / s.rawP50)} p95 ${fmt(s.p95 / s.rawP95)} (target <= 1.3)`,
+        );
+        console.log(rows.at(-1));
+      }
+      await rec.query(`DROP TABLE IF EXISTS ${ingest.name}`).catch(() => undefined);
+      await store.close();
+    }
+  } finally {
+    server?.stop();
+  }
+}
+
+await main();

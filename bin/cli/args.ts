@@ -1,0 +1,85 @@
+import { parseArgs } from 'node:util';
+import { ValidationError } from '../../shared/src/errors.js';
+
+/** Option spec for `node:util` parseArgs. */
+export type OptionSpec = Record<
+  string,
+  { type: 'string' | 'boolean'; short?: string; multiple?: boolean }
+>;
+
+export const GLOBAL_OPTIONS: OptionSpec = {
+  store: { type: 'string' },
+  'data-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+export interface Parsed {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+}
+
+/** Parses a command's arguments strictly: unknown flags are a clear error. */
+export function parse(argv: string[], options: OptionSpec): Parsed {
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { ...GLOBAL_OPTIONS, ...options },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: values as Parsed['values'], positionals };
+  } catch (error) {
+    throw new ValidationError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''), {
+      cause: error,
+    });
+  }
+}
+
+export function str(p: Parsed, name: string): string | undefined {
+  const v = p.values[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function flag(p: Parsed, name: string): boolean {
+  return p.values[name] === true;
+}
+
+/** An integer flag, validated. */
+export function int(p: Parsed, name: string, fallback: number): number {
+  const raw = str(p, name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw.trim()))
+    throw new ValidationError(`--${name} must be an integer, got "${raw}"`);
+  return Number.parseInt(raw, 10);
+}
+
+/** An optional integer flag (undefined when absent). */
+export function optInt(p: Parsed, name: string): number | undefined {
+  return str(p, name) === undefined ? undefined : int(p, name, 0);
+}
+
+/** An optional number flag (undefined when absent). */
+export function optNum(p: Parsed, name: string): number | undefined {
+  const raw = str(p, name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n))
+    throw new ValidationError(`--${name} must be a number, got "${raw}"`);
+  return n;
+}
+
+/** A flag restricted to a set of values. */
+export function oneOf<T extends string>(
+  p: Parsed,
+  name: string,
+  allowed: readonly T[],
+  fallback: T,
+): T {
+  const raw = str(p, name);
+  if (raw === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ValidationError(`--${name} must be one of ${allowed.join(', ')}; got "${raw}"`);
+  }
+  return raw as T;
+}

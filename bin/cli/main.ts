@@ -1,0 +1,458 @@
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { createChunker } from '../../shared/src/chunking/index.js';
+import type { ChunkingMethod, ChunkingOptions } from '../../shared/src/chunking/types.js';
+import { DEFAULT_DATA_DIR, ENV, OPENAI_CONNECTION } from '../../shared/src/config.js';
+import {
+  DEFAULT_CHUNKING,
+  DEFAULT_COLLECTION,
+  DEFAULT_RETRIEVAL,
+} from '../../shared/src/defaults.js';
+import { loadDocuments } from '../../shared/src/documents/index.js';
+import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
+import type { Embedder } from '../../shared/src/embeddings/types.js';
+import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
+import { loadBenchmark } from '../../shared/src/evaluation/benchmark.js';
+import { evaluateRetrieval } from '../../shared/src/evaluation/eval-retrieval.js';
+import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
+import {
+  type RetrievalMethod,
+  Retriever,
+  type RetrieverOptions,
+} from '../../shared/src/retrieval/retriever.js';
+import { openStore, STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
+import type {
+  RankerStrategy,
+  SearchMode,
+  VectorStore,
+} from '../../shared/src/vectorstores/types.js';
+import {
+  flag,
+  int,
+  type OptionSpec,
+  oneOf,
+  optInt,
+  optNum,
+  type Parsed,
+  parse,
+  str,
+} from './args.js';
+import { ProgressLine } from './progress.js';
+
+const HELP = `ai4rag — RAG knowledge base, retrieval and evaluation on the embedded default (PGlite + pgvector)
+
+Usage: ai4rag <command> [options]
+
+Commands:
+  ingest <path>...        load, chunk, embed and store documents (files or folders)
+  search <query>          search a collection
+  eval-retrieval          score retrieval on a corpus + benchmark (recall@k, MRR@10, nDCG@10)
+  documents               list the documents of a collection
+  stats                   collection statistics
+  demo                    ingest examples/docs and answer sample searches (what \`npm start\` runs)
+
+Global options:
+  --store pglite|pgvector  vector store (default pglite; pgvector reads PGVECTOR_HOST/PORT/DB/USER/PASSWORD)
+  --data-dir DIR           local data directory for pglite (default ${DEFAULT_DATA_DIR})
+  --json                   machine-readable output on stdout
+  -h, --help               help for a command
+
+Indexing options (ingest, eval-retrieval):
+  --collection NAME        collection (must start with "ai4rag"; default ${DEFAULT_COLLECTION})
+  --chunking recursive|hybrid   (default ${DEFAULT_CHUNKING.method})
+  --chunk-size N           tokens, 128..2048 (default ${DEFAULT_CHUNKING.chunkSize})
+  --chunk-overlap N        tokens, 0..256, < chunk-size/2; 0 for hybrid (default ${DEFAULT_CHUNKING.chunkOverlap})
+  --embedding MODEL        ${DEFAULT_EMBEDDING_MODEL} (default) or an OpenAI-compatible model id
+                           (needs OPENAI_BASE_URL and OPENAI_API_KEY)
+  --prune                  ingest: also remove stored documents that are no longer in the given paths
+
+Retrieval options (search, eval-retrieval):
+  --k N                    chunks to return (search; default 5)
+  --search-mode vector|hybrid   (default ${DEFAULT_RETRIEVAL.searchMode})
+  --ranker-strategy rrf|weighted|normalized   hybrid fusion (default ${DEFAULT_RETRIEVAL.rankerStrategy})
+  --ranker-k N             RRF k (default ${DEFAULT_RETRIEVAL.rankerK})
+  --ranker-alpha X         weighted: dense weight in [0,1) (default 0.5)
+  --retrieval-method simple|window, --window-size N   expand hits with neighbouring chunks
+
+eval-retrieval:
+  --corpus PATH            folder or .jsonl corpus
+  --benchmark FILE         JSON array of {question, correct_answers, correct_answer_document_ids|keys}
+  --depth N                chunks retrieved per question before ranking documents (default 100)
+`;
+
+const INDEXING: OptionSpec = {
+  collection: { type: 'string' },
+  chunking: { type: 'string' },
+  'chunk-size': { type: 'string' },
+  'chunk-overlap': { type: 'string' },
+  embedding: { type: 'string' },
+};
+const RETRIEVAL: OptionSpec = {
+  'search-mode': { type: 'string' },
+  'ranker-strategy': { type: 'string' },
+  'ranker-k': { type: 'string' },
+  'ranker-alpha': { type: 'string' },
+  'retrieval-method': { type: 'string' },
+  'window-size': { type: 'string' },
+};
+
+interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+const defaultIo: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+/**
+ * Runs the CLI. Returns the process exit code: 0 success, 1 failure, 2 usage error.
+ */
+export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'ingest':
+        return await cmdIngest(parse(rest, { ...INDEXING, prune: { type: 'boolean' } }), io);
+      case 'search':
+        return await cmdSearch(
+          parse(rest, { ...INDEXING, ...RETRIEVAL, k: { type: 'string' } }),
+          io,
+        );
+      case 'eval-retrieval':
+        return await cmdEvalRetrieval(
+          parse(rest, {
+            ...INDEXING,
+            ...RETRIEVAL,
+            corpus: { type: 'string' },
+            benchmark: { type: 'string' },
+            depth: { type: 'string' },
+          }),
+          io,
+        );
+      case 'documents':
+        return await cmdDocuments(parse(rest, INDEXING), io);
+      case 'stats':
+        return await cmdStats(parse(rest, INDEXING), io);
+      case 'demo':
+        return await cmdDemo(parse(rest, {}), io);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        io.out(HELP);
+        return command === undefined ? 2 : 0;
+      default:
+        io.err(`ai4rag: unknown command "${command}". Run "ai4rag --help".`);
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof ValidationError) {
+      io.err(`ai4rag ${command}: ${error.message}`);
+      return 2;
+    }
+    if (error instanceof Ai4ragError) {
+      io.err(`ai4rag ${command}: ${error.message}`);
+      return 1;
+    }
+    io.err(`ai4rag ${command}: unexpected error: ${(error as Error).stack ?? String(error)}`);
+    return 1;
+  }
+}
+
+function chunkingFrom(p: Parsed): ChunkingOptions {
+  const method = oneOf<ChunkingMethod>(
+    p,
+    'chunking',
+    ['recursive', 'hybrid'],
+    DEFAULT_CHUNKING.method,
+  );
+  const defaultOverlap = method === 'hybrid' ? 0 : DEFAULT_CHUNKING.chunkOverlap;
+  return {
+    method,
+    chunkSize: int(p, 'chunk-size', DEFAULT_CHUNKING.chunkSize),
+    chunkOverlap: int(p, 'chunk-overlap', defaultOverlap),
+  };
+}
+
+function retrievalFrom(p: Parsed, numberOfChunks: number): RetrieverOptions {
+  const searchMode = oneOf<SearchMode>(
+    p,
+    'search-mode',
+    ['vector', 'hybrid'],
+    DEFAULT_RETRIEVAL.searchMode,
+  );
+  const method = oneOf<RetrievalMethod>(p, 'retrieval-method', ['simple', 'window'], 'simple');
+  const windowSize = int(p, 'window-size', method === 'window' ? 1 : 0);
+  if (searchMode === 'vector') {
+    for (const name of ['ranker-strategy', 'ranker-k', 'ranker-alpha']) {
+      if (str(p, name) !== undefined)
+        throw new ValidationError(`--${name} applies only to --search-mode hybrid`);
+    }
+    return { numberOfChunks, method, windowSize, searchMode };
+  }
+  const rankerStrategy = oneOf<RankerStrategy>(
+    p,
+    'ranker-strategy',
+    ['rrf', 'weighted', 'normalized'],
+    DEFAULT_RETRIEVAL.rankerStrategy,
+  );
+  const rankerK =
+    optInt(p, 'ranker-k') ?? (rankerStrategy === 'rrf' ? DEFAULT_RETRIEVAL.rankerK : 0);
+  const rankerAlpha = optNum(p, 'ranker-alpha') ?? (rankerStrategy === 'weighted' ? 0.5 : 1);
+  return { numberOfChunks, method, windowSize, searchMode, rankerStrategy, rankerK, rankerAlpha };
+}
+
+interface Session {
+  store: VectorStore;
+  embedder: Embedder;
+}
+
+async function openSession(
+  p: Parsed,
+  options: { inMemory?: boolean; collection?: string } = {},
+): Promise<Session> {
+  const kind = oneOf<StoreKind>(p, 'store', STORE_KINDS, 'pglite');
+  const embedder = await createEmbedder(
+    str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL,
+    OPENAI_CONNECTION ? { openai: { ...OPENAI_CONNECTION } } : {},
+  );
+  let dataDir: string | undefined;
+  if (kind === 'pglite' && !options.inMemory) {
+    dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
+    await mkdir(dataDir, { recursive: true });
+  }
+  const store = await openStore({
+    kind,
+    embedder,
+    collectionName: options.collection ?? str(p, 'collection') ?? DEFAULT_COLLECTION,
+    dataDir,
+    env: ENV,
+    logger: (message) => process.stderr.write(`${message}\n`),
+  });
+  return { store, embedder };
+}
+
+async function withSession<T>(
+  p: Parsed,
+  fn: (s: Session) => Promise<T>,
+  options?: { inMemory?: boolean; collection?: string },
+): Promise<T> {
+  const session = await openSession(p, options);
+  try {
+    return await fn(session);
+  } finally {
+    await session.store.close();
+  }
+}
+
+async function ingestPaths(
+  session: Session,
+  paths: string[],
+  chunking: ChunkingOptions,
+  opts: { prune: boolean; json: boolean },
+  io: Io,
+) {
+  const started = performance.now();
+  const chunker = createChunker(chunking);
+  const loaded = await loadDocuments(paths.map((x) => resolve(x)));
+  for (const f of loaded.failures) io.err(`skipped ${f.key}: ${f.message}`);
+  const progress = new ProgressLine(process.stderr, !opts.json);
+  const summary = await ingestDocuments(loaded.documents, {
+    store: session.store,
+    chunking,
+    chunk: (doc) => chunker.chunk(doc),
+    prune: opts.prune,
+    onProgress: (pr) =>
+      progress.update(
+        pr.documentsDone,
+        pr.documentsTotal,
+        `documents, ${pr.chunksStored} chunks embedded`,
+      ),
+  });
+  progress.done();
+  for (const d of summary.documents)
+    if (d.status === 'failed') io.err(`failed ${d.documentId}: ${d.error}`);
+  const count = (status: string) => summary.documents.filter((d) => d.status === status).length;
+  return {
+    collection: session.store.collectionName,
+    documents: loaded.documents.length,
+    indexed: count('indexed'),
+    unchanged: count('unchanged'),
+    failed: count('failed') + loaded.failures.length,
+    chunksEmbedded: summary.chunksStored,
+    pruned: summary.pruned,
+    failures: [
+      ...loaded.failures.map((f) => ({ document: f.key, reason: f.reason, message: f.message })),
+      ...summary.documents
+        .filter((d) => d.status === 'failed')
+        .map((d) => ({ document: d.documentId, reason: 'ingest_error', message: d.error ?? '' })),
+    ],
+    seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
+  };
+}
+
+async function cmdIngest(p: Parsed, io: Io): Promise<number> {
+  if (p.positionals.length === 0)
+    throw new ValidationError('give at least one file or folder to ingest');
+  const chunking = chunkingFrom(p);
+  return withSession(p, async (session) => {
+    const r = await ingestPaths(
+      session,
+      p.positionals,
+      chunking,
+      { prune: flag(p, 'prune'), json: flag(p, 'json') },
+      io,
+    );
+    if (flag(p, 'json')) io.out(JSON.stringify(r));
+    else {
+      io.out(
+        `${r.collection}: ${r.indexed} indexed, ${r.unchanged} unchanged, ${r.failed} failed; ` +
+          `${r.chunksEmbedded} chunks embedded in ${r.seconds}s` +
+          (r.pruned.length > 0 ? `; pruned ${r.pruned.length}` : ''),
+      );
+    }
+    return r.documents === 0 && r.failed > 0 ? 1 : 0;
+  });
+}
+
+function renderHits(hits: Awaited<ReturnType<Retriever['retrieve']>>, io: Io): void {
+  hits.forEach((h, i) => {
+    const where = `${h.metadata.document_id} #${h.metadata.sequence_number}`;
+    const heading = typeof h.metadata.headings === 'string' ? ` (${h.metadata.headings})` : '';
+    io.out(`${i + 1}. ${where}${heading}  score ${h.score?.toFixed(4) ?? '-'}`);
+    const snippet = h.text.replace(/\s+/g, ' ').trim();
+    io.out(`   ${snippet.length > 240 ? `${snippet.slice(0, 237)}...` : snippet}`);
+  });
+}
+
+async function cmdSearch(p: Parsed, io: Io): Promise<number> {
+  const query = p.positionals.join(' ').trim();
+  if (query === '')
+    throw new ValidationError('give a query, e.g. ai4rag search "how many leave days"');
+  const options = retrievalFrom(p, int(p, 'k', 5));
+  return withSession(p, async (session) => {
+    const hits = await new Retriever(session.store, options).retrieve(query);
+    if (flag(p, 'json')) {
+      io.out(JSON.stringify({ query, collection: session.store.collectionName, results: hits }));
+    } else if (hits.length === 0) {
+      io.out(
+        `no results in ${session.store.collectionName} (is it empty? run "ai4rag ingest <path>" first)`,
+      );
+    } else {
+      renderHits(hits, io);
+    }
+    return 0;
+  });
+}
+
+async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
+  const corpus = str(p, 'corpus');
+  const benchmarkPath = str(p, 'benchmark');
+  if (!corpus || !benchmarkPath) throw new ValidationError('--corpus and --benchmark are required');
+  const questions = await loadBenchmark(benchmarkPath);
+  const chunking = chunkingFrom(p);
+  const options = retrievalFrom(p, int(p, 'depth', 100));
+  const json = flag(p, 'json');
+  // A throwaway collection: in memory for pglite; a unique name dropped afterwards would suit a server.
+  const collection = str(p, 'collection') ?? `ai4rag_eval_${Date.now().toString(36)}`;
+  return withSession(
+    p,
+    async (session) => {
+      const ingest = await ingestPaths(session, [corpus], chunking, { prune: false, json }, io);
+      const keys = (await session.store.listDocuments()).map((d) => d.documentId);
+      const progress = new ProgressLine(process.stderr, !json);
+      const evaluation = await evaluateRetrieval(
+        new Retriever(session.store, options),
+        questions,
+        keys,
+        (d, t) => progress.update(d, t, 'questions'),
+      );
+      progress.done();
+      const result = {
+        questions: evaluation.questions,
+        'recall@1': round(evaluation.metrics['recall@1']),
+        'recall@5': round(evaluation.metrics['recall@5']),
+        'recall@10': round(evaluation.metrics['recall@10']),
+        'mrr@10': round(evaluation.metrics['mrr@10']),
+        'ndcg@10': round(evaluation.metrics['ndcg@10']),
+      };
+      if (!json) {
+        io.out(
+          `indexed ${ingest.indexed} documents (${ingest.chunksEmbedded} chunks) with ${chunking.method} ` +
+            `${chunking.chunkSize}/${chunking.chunkOverlap}, ${session.embedder.modelId}; ` +
+            `retrieval ${options.searchMode}${options.rankerStrategy ? `/${options.rankerStrategy}` : ''}` +
+            (evaluation.skipped > 0
+              ? `; ${evaluation.skipped} questions without gold documents skipped`
+              : ''),
+        );
+      }
+      io.out(JSON.stringify(result));
+      return 0;
+    },
+    { inMemory: str(p, 'store') !== 'pgvector', collection },
+  );
+}
+
+function round(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
+}
+
+async function cmdDocuments(p: Parsed, io: Io): Promise<number> {
+  return withSession(p, async ({ store }) => {
+    const docs = await store.listDocuments();
+    if (flag(p, 'json')) io.out(JSON.stringify(docs));
+    else
+      for (const d of docs)
+        io.out(
+          `${d.documentId}\t${d.chunkCount} chunks\t${d.updatedAt}\t${d.contentHash.slice(0, 12)}`,
+        );
+    return 0;
+  });
+}
+
+async function cmdStats(p: Parsed, io: Io): Promise<number> {
+  return withSession(p, async ({ store }) => {
+    const stats = await store.stats();
+    io.out(
+      flag(p, 'json')
+        ? JSON.stringify(stats)
+        : Object.entries(stats)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('\n'),
+    );
+    return 0;
+  });
+}
+
+const DEMO_QUERIES = [
+  'How many days of annual leave do employees get?',
+  'What is the approval limit for expenses?',
+  'password rules for IT accounts',
+];
+
+async function cmdDemo(p: Parsed, io: Io): Promise<number> {
+  const docsDir = resolve(import.meta.dirname, '../../examples/docs');
+  const chunking = { ...DEFAULT_CHUNKING };
+  return withSession(
+    p,
+    async (session) => {
+      io.out(
+        `Ingesting ${docsDir} into ${session.store.collectionName} (${session.embedder.modelId}, PGlite)...`,
+      );
+      const r = await ingestPaths(session, [docsDir], chunking, { prune: true, json: false }, io);
+      io.out(
+        `${r.indexed} indexed, ${r.unchanged} unchanged, ${r.failed} failed; ${r.chunksEmbedded} chunks embedded in ${r.seconds}s`,
+      );
+      const retriever = new Retriever(session.store, retrievalFrom(p, 3));
+      for (const q of DEMO_QUERIES) {
+        io.out(`\nQ: ${q}`);
+        renderHits(await retriever.retrieve(q), io);
+      }
+      io.out('\nTry your own: npx ai4rag search "<question>" --collection ai4rag_examples');
+      return 0;
+    },
+    { collection: 'ai4rag_examples' },
+  );
+}

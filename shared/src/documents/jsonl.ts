@@ -1,0 +1,74 @@
+import { createHash } from 'node:crypto';
+import { parsePlainText } from './text.js';
+import type { DocBlock, DocumentLoadFailure, LoadedDocument, LoadResult } from './types.js';
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * Splits a corpus file (one `{"id","title","text"}` object per line) into documents. A bad line
+ * becomes an `invalid_record` failure keyed `file.jsonl:LINE`; the other lines still load.
+ * The content hash covers `title + "\n" + text` (title empty when absent), so a re-ingest skips
+ * unchanged records even when other lines of the file changed.
+ */
+export function parseJsonl(source: string, fileKey: string, sourcePath: string): LoadResult {
+  const documents: LoadedDocument[] = [];
+  const failures: DocumentLoadFailure[] = [];
+  const lines = source.replace(/^\uFEFF/, '').split('\n');
+  lines.forEach((rawLine, index) => {
+    const line = rawLine.trim();
+    if (!line) return;
+    const key = `${fileKey}:${index + 1}`;
+    const fail = (reason: DocumentLoadFailure['reason'], why: string): void => {
+      failures.push({ key, sourcePath, reason, message: `${key}: ${why}` });
+    };
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch (error: unknown) {
+      fail(
+        'invalid_record',
+        `invalid JSON (${error instanceof Error ? error.message : String(error)})`,
+      );
+      return;
+    }
+    if (typeof record !== 'object' || record === null || Array.isArray(record)) {
+      fail('invalid_record', 'expected a JSON object with "id" and "text"');
+      return;
+    }
+    const { id, title, text } = record as Record<string, unknown>;
+    if ((typeof id !== 'string' || id.trim() === '') && typeof id !== 'number') {
+      fail('invalid_record', 'missing a non-empty string "id"');
+      return;
+    }
+    if (typeof text !== 'string') {
+      fail('invalid_record', 'missing a string "text"');
+      return;
+    }
+    if (title !== undefined && title !== null && typeof title !== 'string') {
+      fail('invalid_record', '"title" must be a string when present');
+      return;
+    }
+    const cleanTitle = typeof title === 'string' && title.trim() ? title.trim() : undefined;
+    const body = text.replace(/\r\n?/g, '\n');
+    if (!body.trim() && !cleanTitle) {
+      fail('empty', 'record has no text');
+      return;
+    }
+    const blocks: DocBlock[] = [
+      ...(cleanTitle ? [{ type: 'heading', level: 1, text: cleanTitle } as const] : []),
+      ...parsePlainText(body),
+    ];
+    documents.push({
+      key: String(id),
+      title: cleanTitle,
+      text: cleanTitle ? `${cleanTitle}\n\n${body}` : body,
+      blocks,
+      contentHash: sha256(`${cleanTitle ?? ''}\n${body}`),
+      format: 'jsonl',
+      sourcePath,
+    });
+  });
+  return { documents, failures };
+}

@@ -1,0 +1,19 @@
+export { EmbeddingError } from './errors.js';
+export { type CreateEmbedderOptions, createEmbedder, DEFAULT_EMBEDDING_MODEL } from './factory.js';
+export {
+  FEATURE_HASH_DEFAULT_DIMENSION,
+  FEATURE_HASH_MODEL_PREFIX,
+  FeatureHashEmbedder,
+  type FeatureHashEmbedderOptions,
+  featureHashVector,
+} from './feature-hash.js';
+export {
+  approxTokens,
+  CHARS_PER_TOKEN,
+  isContextLengthError,
+  MIN_CONTEXT_LENGTH,
+  OPENAI_MAX_BATCH_SIZE,
+  OpenAIEmbedder,
+  type OpenAIEmbedderOptions,
+} from './openai.js';
+export type { Embedder } from './types.js';

@@ -1,0 +1,205 @@
+import type { ChunkMetadata } from '../chunking/types.js';
+import { ValidationError } from '../errors.js';
+import type {
+  MetadataFilter,
+  RankerStrategy,
+  SearchHit,
+  SearchMode,
+  VectorStore,
+} from '../vectorstores/types.js';
+
+export type RetrievalMethod = 'simple' | 'window';
+
+/** Retrieval settings (ai4rag's retrieval parameters). */
+export interface RetrieverOptions {
+  /** Chunks asked from the store (1..10 in ai4rag's constraints; any positive integer here). */
+  numberOfChunks: number;
+  /** @default 'simple' */
+  method?: RetrievalMethod;
+  /** Neighbours on each side added around every hit by `window` (0..4). @default 0 */
+  windowSize?: number;
+  /** @default 'vector' */
+  searchMode?: SearchMode;
+  rankerStrategy?: RankerStrategy;
+  rankerK?: number;
+  rankerAlpha?: number;
+  filter?: MetadataFilter;
+}
+
+/** A retrieved passage: one chunk (simple) or a merged window of neighbouring chunks. */
+export interface RetrievedChunk extends SearchHit {
+  /** Ids of the stored chunks this passage is made of, in sequence order. */
+  chunkIds: string[];
+}
+
+/** Options that cannot work together or are out of range. */
+export class RetrieverError extends ValidationError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RetrieverError';
+  }
+}
+
+const MAX_WINDOW = 4;
+
+/**
+ * Retrieves chunks for a query. `window` really expands each hit with its neighbours by `sequence_number`
+ * within `windowSize` and merges windows that overlap or touch in the same document (ai4rag's current
+ * backends silently behave like `simple`).
+ * @example
+ * const retriever = new Retriever(store, { numberOfChunks: 5, method: 'window', windowSize: 1 });
+ * const passages = await retriever.retrieve('How many leave days?');
+ */
+export class Retriever {
+  private readonly options: Required<
+    Pick<RetrieverOptions, 'numberOfChunks' | 'method' | 'windowSize'>
+  > &
+    RetrieverOptions;
+
+  constructor(
+    private readonly store: VectorStore,
+    options: RetrieverOptions,
+  ) {
+    const method = options.method ?? 'simple';
+    const windowSize = options.windowSize ?? 0;
+    if (!Number.isInteger(options.numberOfChunks) || options.numberOfChunks < 1) {
+      throw new RetrieverError(
+        `numberOfChunks must be a positive integer, got ${options.numberOfChunks}`,
+      );
+    }
+    if (method !== 'simple' && method !== 'window') {
+      throw new RetrieverError(
+        `retrieval method must be "simple" or "window", got "${String(method)}"`,
+      );
+    }
+    if (!Number.isInteger(windowSize) || windowSize < 0 || windowSize > MAX_WINDOW) {
+      throw new RetrieverError(
+        `windowSize must be an integer in 0..${MAX_WINDOW}, got ${windowSize}`,
+      );
+    }
+    // ai4rag's rule: window_size 0 ⇔ simple, window_size > 0 ⇔ window.
+    if ((method === 'window') !== windowSize > 0) {
+      throw new RetrieverError(
+        method === 'window'
+          ? 'retrieval method "window" needs windowSize > 0'
+          : `retrieval method "simple" needs windowSize 0, got ${windowSize}`,
+      );
+    }
+    this.options = { ...options, method, windowSize };
+  }
+
+  /** Runs the search and, for `window`, the neighbour expansion. Best passage first. */
+  async retrieve(query: string): Promise<RetrievedChunk[]> {
+    const o = this.options;
+    const hits = await this.store.search(query, {
+      k: o.numberOfChunks,
+      includeScores: true,
+      ...(o.searchMode !== undefined && { searchMode: o.searchMode }),
+      ...(o.rankerStrategy !== undefined && { rankerStrategy: o.rankerStrategy }),
+      ...(o.rankerK !== undefined && { rankerK: o.rankerK }),
+      ...(o.rankerAlpha !== undefined && { rankerAlpha: o.rankerAlpha }),
+      ...(o.filter !== undefined && { filter: o.filter }),
+    });
+    if (o.method === 'simple') return hits.map((hit) => ({ ...hit, chunkIds: [hit.id] }));
+    return this.expandWindows(hits, o.windowSize);
+  }
+
+  private async expandWindows(hits: SearchHit[], windowSize: number): Promise<RetrievedChunk[]> {
+    const windows = planWindows(hits, windowSize);
+    const out: RetrievedChunk[] = [];
+    for (const w of windows) {
+      const chunks = await this.store.getChunksBySequence(w.documentId, w.from, w.to);
+      out.push(mergeWindow(w, chunks));
+    }
+    return out;
+  }
+}
+
+/** A window of sequence numbers in one document, with the best hit that produced it. */
+export interface WindowPlan {
+  documentId: string;
+  from: number;
+  to: number;
+  best: SearchHit;
+  /** Rank of the best hit (0-based) — windows are returned in this order. */
+  rank: number;
+}
+
+/**
+ * Pure: turns ranked hits into merged windows [seq − w, seq + w] per document; windows that overlap or touch
+ * merge, keeping the best (earliest) hit's rank and score.
+ */
+export function planWindows(hits: readonly SearchHit[], windowSize: number): WindowPlan[] {
+  const byDoc = new Map<string, WindowPlan[]>();
+  hits.forEach((hit, rank) => {
+    const seq = hit.metadata.sequence_number;
+    const plan: WindowPlan = {
+      documentId: hit.metadata.document_id,
+      from: Math.max(1, seq - windowSize),
+      to: seq + windowSize,
+      best: hit,
+      rank,
+    };
+    const list = byDoc.get(plan.documentId) ?? [];
+    list.push(plan);
+    byDoc.set(plan.documentId, list);
+  });
+  const merged: WindowPlan[] = [];
+  for (const list of byDoc.values()) {
+    list.sort((a, b) => a.from - b.from);
+    let current: WindowPlan | undefined;
+    for (const w of list) {
+      if (current && w.from <= current.to + 1) {
+        current.to = Math.max(current.to, w.to);
+        if (w.rank < current.rank) {
+          current.rank = w.rank;
+          current.best = w.best;
+        }
+      } else {
+        if (current) merged.push(current);
+        current = { ...w };
+      }
+    }
+    if (current) merged.push(current);
+  }
+  return merged.sort((a, b) => a.rank - b.rank);
+}
+
+/**
+ * Pure: joins a window's chunks (ordered by sequence number) into one passage. Chunks with `start_index`
+ * (recursive chunking) are stitched by character offset so their overlap is not repeated; others are joined
+ * with a blank line.
+ */
+export function mergeWindow(plan: WindowPlan, chunks: readonly SearchHit[]): RetrievedChunk {
+  const ordered = [...chunks].sort(
+    (a, b) => a.metadata.sequence_number - b.metadata.sequence_number,
+  );
+  if (ordered.length === 0) return { ...plan.best, chunkIds: [plan.best.id] };
+  let text = '';
+  let end = -1;
+  ordered.forEach((chunk, i) => {
+    const start = chunk.metadata.start_index;
+    if (i === 0) {
+      text = chunk.text;
+    } else if (typeof start === 'number' && end >= 0 && start < end) {
+      text += chunk.text.slice(Math.min(end - start, chunk.text.length));
+    } else {
+      text += `\n\n${chunk.text}`;
+    }
+    end = typeof start === 'number' ? Math.max(end, start + chunk.text.length) : -1;
+  });
+  const first = ordered[0] as SearchHit;
+  const last = ordered[ordered.length - 1] as SearchHit;
+  const metadata: ChunkMetadata = {
+    ...plan.best.metadata,
+    window_start: first.metadata.sequence_number,
+    window_end: last.metadata.sequence_number,
+  };
+  return {
+    id: plan.best.id,
+    text,
+    metadata,
+    ...(plan.best.score !== undefined && { score: plan.best.score }),
+    chunkIds: ordered.map((c) => c.id),
+  };
+}

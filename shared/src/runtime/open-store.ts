@@ -1,0 +1,65 @@
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Embedder } from '../embeddings/types.js';
+import { ValidationError } from '../errors.js';
+import { pgVectorConfigFromEnv } from '../vectorstores/config.js';
+import { PgVectorStore } from '../vectorstores/pgvector/pgvector-store.js';
+import { fromPgPool, openPglite } from '../vectorstores/sql-client.js';
+import type { DistanceMetric, VectorStore } from '../vectorstores/types.js';
+
+/** Store backends the CLI and local runtime can open. */
+export type StoreKind = 'pglite' | 'pgvector';
+export const STORE_KINDS: readonly StoreKind[] = ['pglite', 'pgvector'];
+
+export interface OpenStoreOptions {
+  kind: StoreKind;
+  embedder: Embedder;
+  collectionName: string;
+  /** pglite: the data directory root (the database lives in `<dataDir>/pglite`); undefined = in memory. */
+  dataDir?: string | undefined;
+  /** pgvector: environment record holding PGVECTOR_* settings. */
+  env?: Readonly<Record<string, string | undefined>>;
+  distance?: DistanceMetric;
+  logger?: (message: string) => void;
+}
+
+/**
+ * Opens a vector store for the local runtime: PGlite in-process (embedded default) or a PostgreSQL server with
+ * pgvector configured by `PGVECTOR_HOST/PORT/DB/USER/PASSWORD`. The returned store owns its connection.
+ * @throws ValidationError for an unknown kind or invalid PGVECTOR_* settings
+ */
+export async function openStore(options: OpenStoreOptions): Promise<VectorStore> {
+  const common = {
+    embedder: options.embedder,
+    collectionName: options.collectionName,
+    ownsClient: true,
+    ...(options.distance && { distance: options.distance }),
+    ...(options.logger && { logger: options.logger }),
+  };
+  switch (options.kind) {
+    case 'pglite': {
+      const client = await openPglite(
+        options.dataDir === undefined ? {} : { dataDir: join(options.dataDir, 'pglite') },
+      );
+      return PgVectorStore.create({ client, ...common });
+    }
+    case 'pgvector': {
+      const config = pgVectorConfigFromEnv(options.env ?? {});
+      const pool = new pg.Pool({
+        host: config.host,
+        port: config.port,
+        database: config.database,
+        user: config.user,
+        ...(config.password !== undefined && { password: config.password }),
+        max: config.poolMaxSize,
+        connectionTimeoutMillis: 10_000,
+        keepAlive: true,
+      });
+      return PgVectorStore.create({ client: fromPgPool(pool, { ownsPool: true }), ...common });
+    }
+    default:
+      throw new ValidationError(
+        `unknown store "${String(options.kind)}" (expected one of ${STORE_KINDS.join(', ')})`,
+      );
+  }
+}

@@ -1,0 +1,49 @@
+import { stemmer } from 'stemmer';
+
+/**
+ * English stopwords removed before keyword scoring. A moderate list (function words only): content words such as
+ * "not" are kept on purpose because claims and questions often hinge on them.
+ */
+export const STOPWORDS: ReadonlySet<string> = new Set(
+  (
+    'a an and are as at be been being but by can could did do does doing for from had has have having he her hers ' +
+    'him his how i if in into is it its itself me my of on or our ours she should so such than that the their ' +
+    'theirs them then there these they this those to too was we were what when where which while who whom why ' +
+    'will with would you your yours about above after again against all am any because before below between both ' +
+    'during each few further here just more most nor only other own same some through under until up very off over ' +
+    'out once also'
+  ).split(' '),
+);
+
+const SPLIT = /[^\p{L}\p{N}]+/u;
+const DIACRITICS = /\p{M}+/gu;
+
+/**
+ * Normalizes and splits text into lowercase word tokens: Unicode NFKD with diacritics removed, split on anything
+ * that is not a letter or a digit. No stopword removal, no stemming.
+ * @example words('Café-au-lait, 2 cups') // ['cafe', 'au', 'lait', '2', 'cups']
+ */
+export function words(text: string): string[] {
+  const out: string[] = [];
+  for (const token of text.normalize('NFKD').replace(DIACRITICS, '').toLowerCase().split(SPLIT)) {
+    if (token.length > 0) out.push(token);
+  }
+  return out;
+}
+
+/**
+ * The keyword analyzer used by BM25 (and the local embedder's word features): {@link words}, minus
+ * {@link STOPWORDS}, Porter-stemmed. Pure and deterministic; the same analyzer runs at index and query time.
+ * @example analyze('The proteins were binding') // ['protein', 'bind']
+ */
+export function analyze(text: string): string[] {
+  const out: string[] = [];
+  for (const w of words(text)) {
+    if (STOPWORDS.has(w)) continue;
+    out.push(w.length > 2 && !/\d/.test(w) ? stemmer(w) : w);
+  }
+  return out;
+}
+
+/** Version tag of the analyzer; stored with a collection so a changed analyzer triggers a re-weighting. */
+export const ANALYZER_VERSION = 'en-porter-v1';

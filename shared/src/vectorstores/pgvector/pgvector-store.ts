@@ -1,0 +1,983 @@
+import type { AI4RAGChunk, ChunkMetadata } from '../../chunking/types.js';
+import type { Embedder } from '../../embeddings/types.js';
+import { Ai4ragError } from '../../errors.js';
+import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
+import { validateSearchParams } from '../../retrieval/search-params.js';
+import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
+import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
+import { validateMetadataFilter } from '../filter.js';
+import { auxiliaryName, quoteIdent, resolveCollectionName } from '../naming.js';
+import type { SqlClient } from '../sql-client.js';
+import type {
+  CollectionStats,
+  DistanceMetric,
+  DocumentRecord,
+  EmbeddedChunk,
+  MetadataFilter,
+  SearchHit,
+  SearchParams,
+  VectorStore,
+} from '../types.js';
+import {
+  BM25_DIM,
+  bm25DocWeights,
+  bm25Idf,
+  DEFAULT_BM25_B,
+  DEFAULT_BM25_K1,
+  sparseLiteral,
+  termFrequencies,
+} from './bm25.js';
+
+/** Rows per upsert statement (ai4rag's PGVector batch size). */
+export const UPSERT_BATCH_SIZE = 1024;
+/** Largest dimension pgvector's HNSW index accepts for `vector`; above it the store scans exactly. */
+export const MAX_HNSW_DIMENSION = 2000;
+/** Largest `vector` dimension pgvector stores. */
+export const MAX_VECTOR_DIMENSION = 16000;
+/** The shared registry of collections (one row per collection). */
+export const REGISTRY_TABLE = 'ai4rag_collections';
+
+const REWEIGHT_BATCH = 1000;
+const DF_BATCH = 10_000;
+
+const OPERATOR: Record<DistanceMetric, string> = {
+  cosine: '<=>',
+  l2: '<->',
+  l1: '<+>',
+  inner_product: '<#>',
+};
+const OPCLASS: Record<DistanceMetric, string> = {
+  cosine: 'vector_cosine_ops',
+  l2: 'vector_l2_ops',
+  l1: 'vector_l1_ops',
+  inner_product: 'vector_ip_ops',
+};
+
+/**
+ * Converts a pgvector distance to a higher-is-better score: cosine 1 − d; l2 and l1 1 / (1 + d); inner product
+ * −d (pgvector's `<#>` is the negated inner product, so this is the raw inner product).
+ * @example distanceToScore('cosine', 0.25) // 0.75
+ */
+export function distanceToScore(distance: DistanceMetric, d: number): number {
+  switch (distance) {
+    case 'cosine':
+      return 1 - d;
+    case 'l2':
+    case 'l1':
+      return 1 / (1 + d);
+    case 'inner_product':
+      return -d;
+  }
+}
+
+/** Options of {@link PgVectorStore.create}. */
+export interface PgVectorStoreOptions {
+  client: SqlClient;
+  embedder: Embedder;
+  /** Resolved with `resolveCollectionName` (must start with `ai4rag`; generated when absent). */
+  collectionName?: string;
+  /** @default 'cosine' */
+  distance?: DistanceMetric;
+  /** Build the HNSW index lazily once the collection holds at least this many rows. @default 20000 */
+  annMinRows?: number;
+  /** Candidates taken from each side of a hybrid search (at least k). @default 100 */
+  hybridCandidates?: number;
+  /**
+   * BM25 parameters. `reweightTolerance`: relative drift of the average document length tolerated before all
+   * document weights are recomputed (default 0.1; 0 recomputes on any change).
+   */
+  bm25?: { k1?: number; b?: number; reweightTolerance?: number };
+  logger?: (message: string) => void;
+  /** `close()` also closes the client. @default false */
+  ownsClient?: boolean;
+}
+
+interface RegistryRow {
+  dimension: number;
+  distance: string;
+  embedding_model: string;
+  analyzer_version: string;
+  bm25_k1: number;
+  bm25_b: number;
+  bm25_avgdl_weighted: number | null;
+  n: number;
+  total: number;
+}
+
+interface ChunkRow {
+  id: string;
+  content: string;
+  metadata: ChunkMetadata;
+}
+
+interface ScoredRow extends ChunkRow {
+  score: number;
+}
+
+interface DocRow {
+  document_id: string;
+  content_hash: string;
+  chunk_count: number;
+  updated_at: Date | string;
+  metadata: Record<string, unknown> | null;
+}
+
+function vectorLiteral(v: readonly number[]): string {
+  return `[${v.join(',')}]`;
+}
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function checkNumber(name: string, v: number, min: number, max: number, integer: boolean): number {
+  if (
+    typeof v !== 'number' ||
+    !Number.isFinite(v) ||
+    v < min ||
+    v > max ||
+    (integer && !Number.isInteger(v))
+  ) {
+    throw new VectorStoreConfigError(
+      `${name} must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}], got ${String(v)}`,
+    );
+  }
+  return v;
+}
+
+function toHit(row: ChunkRow, score?: number): SearchHit {
+  return {
+    id: row.id,
+    text: row.content,
+    metadata: row.metadata,
+    ...(score !== undefined ? { score } : {}),
+  };
+}
+
+function toDocumentRecord(row: DocRow): DocumentRecord {
+  return {
+    documentId: row.document_id,
+    contentHash: row.content_hash,
+    chunkCount: row.chunk_count,
+    updatedAt: new Date(row.updated_at).toISOString(),
+    ...(row.metadata !== null ? { metadata: row.metadata } : {}),
+  };
+}
+
+/**
+ * Drops a collection's tables and its registry row (no-op for an unknown name). For tests and trial cleanup.
+ * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
+ * @example await dropPgCollection(client, 'ai4rag_trial_3');
+ */
+export async function dropPgCollection(client: SqlClient, collectionName: string): Promise<void> {
+  const key = resolveCollectionName(collectionName).toLowerCase();
+  await client.transaction(async (tx) => {
+    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(key)}`);
+    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 't'))}`);
+    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 'd'))}`);
+    const reg = await tx.query<{ t: string | null }>(`SELECT to_regclass($1) AS t`, [
+      REGISTRY_TABLE,
+    ]);
+    if (reg.rows[0]?.t != null) {
+      await tx.query(`DELETE FROM ${REGISTRY_TABLE} WHERE name = $1`, [key]);
+    }
+  });
+}
+
+/**
+ * pgvector-backed {@link VectorStore} over any {@link SqlClient} (PGlite in-process, or a `pg.Pool`). Dense search
+ * uses pgvector's distance operators (HNSW index built lazily); keyword search is real BM25 stored as `sparsevec`
+ * weights; hybrid search fuses both in memory. See `shared/src/vectorstores/README.md`.
+ */
+export class PgVectorStore implements VectorStore {
+  readonly collectionName: string;
+  readonly distance: DistanceMetric;
+  readonly dimension: number;
+  private readonly client: SqlClient;
+  private readonly embedder: Embedder;
+  private readonly key: string;
+  private readonly table: string;
+  private readonly dfTable: string;
+  private readonly docTable: string;
+  private readonly hnswIndex: string;
+  private readonly annMinRows: number;
+  private readonly hybridCandidates: number;
+  private readonly k1: number;
+  private readonly b: number;
+  private readonly reweightTolerance: number;
+  private readonly logger: (message: string) => void;
+  private readonly ownsClient: boolean;
+  private annIndex = false;
+  private iterativeScan = false;
+  private warnedExactScan = false;
+  private closed = false;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(options: PgVectorStoreOptions, name: string) {
+    this.client = options.client;
+    this.embedder = options.embedder;
+    this.collectionName = name;
+    this.key = name.toLowerCase();
+    this.table = quoteIdent(this.key);
+    this.dfTable = quoteIdent(auxiliaryName(this.key, 't'));
+    this.docTable = quoteIdent(auxiliaryName(this.key, 'd'));
+    this.hnswIndex = quoteIdent(auxiliaryName(this.key, 'h'));
+    this.distance = options.distance ?? 'cosine';
+    this.dimension = options.embedder.dimension;
+    this.annMinRows = options.annMinRows ?? 20_000;
+    this.hybridCandidates = options.hybridCandidates ?? 100;
+    this.k1 = options.bm25?.k1 ?? DEFAULT_BM25_K1;
+    this.b = options.bm25?.b ?? DEFAULT_BM25_B;
+    this.reweightTolerance = options.bm25?.reweightTolerance ?? 0.1;
+    this.logger = options.logger ?? (() => {});
+    this.ownsClient = options.ownsClient ?? false;
+  }
+
+  /**
+   * Opens (creating when needed) a collection. Reopening checks the registry: a different dimension, distance
+   * or embedding model is refused rather than mixing vectors.
+   * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
+   * @throws {VectorStoreConfigError} for bad options.
+   * @throws {VectorStoreError} for an incompatible existing collection or a SQL failure.
+   * @example
+   * const store = await PgVectorStore.create({ client: await openPglite(), embedder, collectionName: 'ai4rag_kb' });
+   */
+  static async create(options: PgVectorStoreOptions): Promise<PgVectorStore> {
+    const name = resolveCollectionName(options.collectionName);
+    const distance = options.distance ?? 'cosine';
+    if (!(distance in OPERATOR)) {
+      throw new VectorStoreConfigError(`unknown distance metric '${String(distance)}'`);
+    }
+    checkNumber('embedder.dimension', options.embedder.dimension, 1, MAX_VECTOR_DIMENSION, true);
+    checkNumber('annMinRows', options.annMinRows ?? 0, 0, Number.MAX_SAFE_INTEGER, true);
+    checkNumber('hybridCandidates', options.hybridCandidates ?? 100, 1, 10_000, true);
+    checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
+    checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
+    checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
+    const store = new PgVectorStore({ ...options, distance }, name);
+    await store.run('open collection', () => store.init());
+    return store;
+  }
+
+  private async init(): Promise<void> {
+    const c = this.client;
+    const ext = await c.query<{ extversion: string }>(
+      `SELECT extversion FROM pg_extension WHERE extname = 'vector'`,
+    );
+    let version = ext.rows[0]?.extversion;
+    if (version === undefined) {
+      try {
+        await c.query('CREATE EXTENSION IF NOT EXISTS vector');
+      } catch (error: unknown) {
+        throw new VectorStoreError(
+          'the pgvector extension is not installed and cannot be created',
+          {
+            cause: error,
+          },
+        );
+      }
+      const again = await c.query<{ extversion: string }>(
+        `SELECT extversion FROM pg_extension WHERE extname = 'vector'`,
+      );
+      version = again.rows[0]?.extversion ?? '0';
+    }
+    const [major = 0, minor = 0] = version.split('.').map((p) => Number.parseInt(p, 10));
+    this.iterativeScan = major > 0 || minor >= 8;
+
+    await this.ignoringRace(() =>
+      c.query(`CREATE TABLE IF NOT EXISTS ${REGISTRY_TABLE} (
+        name text PRIMARY KEY,
+        dimension int NOT NULL,
+        distance text NOT NULL,
+        embedding_model text NOT NULL,
+        analyzer_version text NOT NULL,
+        bm25_k1 float8 NOT NULL,
+        bm25_b float8 NOT NULL,
+        bm25_avgdl_weighted float8,
+        chunk_count bigint NOT NULL DEFAULT 0,
+        token_total bigint NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT now())`),
+    );
+    const reg = await c.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO ${REGISTRY_TABLE} (name, dimension, distance, embedding_model, analyzer_version, bm25_k1, bm25_b)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING`,
+        [
+          this.key,
+          this.dimension,
+          this.distance,
+          this.embedder.modelId,
+          ANALYZER_VERSION,
+          this.k1,
+          this.b,
+        ],
+      );
+      const row = await this.lockRegistry(tx);
+      if (row.dimension !== this.dimension) {
+        throw new VectorStoreError(
+          `collection ${this.collectionName} holds ${row.dimension}-dimensional vectors; the embedder produces ${this.dimension}`,
+        );
+      }
+      if (row.distance !== this.distance) {
+        throw new VectorStoreError(
+          `collection ${this.collectionName} uses distance ${row.distance}, not ${this.distance}`,
+        );
+      }
+      if (row.embedding_model !== this.embedder.modelId) {
+        throw new VectorStoreError(
+          `collection ${this.collectionName} was embedded with ${row.embedding_model}, not ${this.embedder.modelId}`,
+        );
+      }
+      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.table} (
+        id text PRIMARY KEY,
+        document_id text NOT NULL,
+        sequence_number int NOT NULL,
+        content text NOT NULL,
+        metadata jsonb NOT NULL,
+        embedding vector(${this.dimension}) NOT NULL,
+        bm25 sparsevec(${BM25_DIM}),
+        token_count int NOT NULL)`);
+      await tx.query(
+        `CREATE INDEX IF NOT EXISTS ${quoteIdent(auxiliaryName(this.key, 's'))} ON ${this.table} (document_id, sequence_number)`,
+      );
+      await tx.query(
+        `CREATE TABLE IF NOT EXISTS ${this.dfTable} (term int PRIMARY KEY, df int NOT NULL)`,
+      );
+      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.docTable} (
+        document_id text PRIMARY KEY,
+        content_hash text NOT NULL,
+        chunk_count int NOT NULL,
+        updated_at timestamptz NOT NULL,
+        metadata jsonb)`);
+      return row;
+    });
+    const idx = await c.query<{ one: number }>(
+      `SELECT 1 AS one FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`,
+      [this.hnswIndex.slice(1, -1)],
+    );
+    this.annIndex = idx.rows.length > 0;
+    if (reg.analyzer_version !== ANALYZER_VERSION) await this.refreshBm25(true);
+  }
+
+  /** Runs DDL that may race with another process creating the same object. */
+  private async ignoringRace(fn: () => Promise<unknown>): Promise<void> {
+    try {
+      await fn();
+    } catch (error: unknown) {
+      const code = sqlState(error);
+      if (code !== '23505' && code !== '42P07') throw error;
+    }
+  }
+
+  /** Wraps foreign errors; the message names the operation, never SQL text or values. */
+  private async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error: unknown) {
+      if (error instanceof Ai4ragError) throw error;
+      const code = sqlState(error);
+      throw new VectorStoreError(
+        `${operation} failed on collection ${this.collectionName}${code ? ` (SQLSTATE ${code})` : ''}`,
+        { cause: error },
+      );
+    }
+  }
+
+  /** Serializes this store's writes (statistics are read-modify-write). */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new VectorStoreError(`store for ${this.collectionName} is closed`);
+  }
+
+  /** Reads (and, inside a transaction, row-locks across processes) the registry row. */
+  private async lockRegistry(tx: SqlClient, lock = true): Promise<RegistryRow> {
+    const res = await tx.query<RegistryRow>(
+      `SELECT dimension, distance, embedding_model, analyzer_version, bm25_k1, bm25_b, bm25_avgdl_weighted,
+              chunk_count::float8 AS n, token_total::float8 AS total
+       FROM ${REGISTRY_TABLE} WHERE name = $1${lock ? ' FOR UPDATE' : ''}`,
+      [this.key],
+    );
+    const row = res.rows[0];
+    if (row === undefined) {
+      throw new VectorStoreError(
+        `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
+      );
+    }
+    return row;
+  }
+
+  private async applyDf(tx: SqlClient, delta: Map<number, number>): Promise<void> {
+    const entries = [...delta.entries()].filter(([, d]) => d !== 0);
+    for (let i = 0; i < entries.length; i += DF_BATCH) {
+      const slice = entries.slice(i, i + DF_BATCH);
+      await tx.query(
+        `INSERT INTO ${this.dfTable} AS d (term, df)
+         SELECT u.term, u.df FROM unnest($1::int4[], $2::int4[]) AS u(term, df)
+         ON CONFLICT (term) DO UPDATE SET df = d.df + EXCLUDED.df`,
+        [slice.map(([t]) => t), slice.map(([, d]) => d)],
+      );
+    }
+    if (entries.some(([, d]) => d < 0)) await tx.query(`DELETE FROM ${this.dfTable} WHERE df <= 0`);
+  }
+
+  /**
+   * Upserts chunks with precomputed vectors: duplicate ids keep the first; one statement per 1,024 rows; BM25
+   * statistics change only for new ids (or changed content), so re-upserting is idempotent.
+   * @throws {VectorStoreError} for a vector of the wrong dimension or a SQL failure.
+   */
+  async upsert(records: EmbeddedChunk[]): Promise<number> {
+    this.assertOpen();
+    const seen = new Set<string>();
+    const unique: EmbeddedChunk[] = [];
+    for (const r of records) {
+      const { chunk, vector } = r;
+      if (typeof chunk?.id !== 'string' || chunk.id.length === 0) {
+        throw new VectorStoreError('every chunk needs a non-empty string id');
+      }
+      if (seen.has(chunk.id)) continue;
+      seen.add(chunk.id);
+      if (typeof chunk.text !== 'string')
+        throw new VectorStoreError(`chunk ${chunk.id} has no text`);
+      const md = chunk.metadata;
+      if (typeof md?.document_id !== 'string' || !Number.isInteger(md.sequence_number)) {
+        throw new VectorStoreError(
+          `chunk ${chunk.id} needs metadata.document_id (string) and metadata.sequence_number (integer)`,
+        );
+      }
+      if (
+        !Array.isArray(vector) ||
+        vector.length !== this.dimension ||
+        !vector.every(Number.isFinite)
+      ) {
+        throw new VectorStoreError(
+          `chunk ${chunk.id}: vector must hold ${this.dimension} finite numbers (got ${Array.isArray(vector) ? vector.length : typeof vector})`,
+        );
+      }
+      unique.push(r);
+    }
+    for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
+      const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
+      await this.exclusive(() =>
+        this.run('upsert', () => this.client.transaction((tx) => this.upsertBatch(tx, batch))),
+      );
+    }
+    return unique.length;
+  }
+
+  private async upsertBatch(tx: SqlClient, batch: EmbeddedChunk[]): Promise<void> {
+    const reg = await this.lockRegistry(tx);
+    const ids = batch.map((r) => r.chunk.id);
+    const existing = await tx.query<{ id: string; content: string }>(
+      `SELECT id, content FROM ${this.table} WHERE id = ANY($1::text[])`,
+      [ids],
+    );
+    const old = new Map(existing.rows.map((r) => [r.id, r.content]));
+    let n = reg.n;
+    let total = reg.total;
+    const dfDelta = new Map<number, number>();
+    const bump = (tf: Map<number, number>, by: number) => {
+      for (const id of tf.keys()) dfDelta.set(id, (dfDelta.get(id) ?? 0) + by);
+    };
+    const analyzed = batch.map((r) => {
+      const tokens = analyze(r.chunk.text);
+      const tf = termFrequencies(tokens);
+      const prev = old.get(r.chunk.id);
+      if (prev === undefined) {
+        n += 1;
+        total += tokens.length;
+        bump(tf, 1);
+      } else if (prev !== r.chunk.text) {
+        const prevTokens = analyze(prev);
+        total += tokens.length - prevTokens.length;
+        bump(termFrequencies(prevTokens), -1);
+        bump(tf, 1);
+      }
+      return { tf, dl: tokens.length };
+    });
+    const avgdl =
+      reg.bm25_avgdl_weighted !== null && reg.bm25_avgdl_weighted > 0
+        ? reg.bm25_avgdl_weighted
+        : total > 0 && n > 0
+          ? total / n
+          : 1;
+    await tx.query(
+      `INSERT INTO ${this.table} (id, document_id, sequence_number, content, metadata, embedding, bm25, token_count)
+       SELECT u.id, u.doc, u.seq, u.content, u.meta::jsonb, u.emb::vector, u.bm::sparsevec, u.tc
+       FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int4[])
+         AS u(id, doc, seq, content, meta, emb, bm, tc)
+       ON CONFLICT (id) DO UPDATE SET document_id = EXCLUDED.document_id,
+         sequence_number = EXCLUDED.sequence_number, content = EXCLUDED.content, metadata = EXCLUDED.metadata,
+         embedding = EXCLUDED.embedding, bm25 = EXCLUDED.bm25, token_count = EXCLUDED.token_count`,
+      [
+        ids,
+        batch.map((r) => r.chunk.metadata.document_id),
+        batch.map((r) => r.chunk.metadata.sequence_number),
+        batch.map((r) => r.chunk.text),
+        batch.map((r) => JSON.stringify(r.chunk.metadata)),
+        batch.map((r) => vectorLiteral(r.vector)),
+        analyzed.map((a) => sparseLiteral(bm25DocWeights(a.tf, a.dl, avgdl, this.k1, this.b))),
+        analyzed.map((a) => a.dl),
+      ],
+    );
+    await this.applyDf(tx, dfDelta);
+    await tx.query(
+      `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3, bm25_avgdl_weighted = $4 WHERE name = $1`,
+      [this.key, n, total, avgdl],
+    );
+  }
+
+  /**
+   * Embeds chunks with the store's embedder (≤ 1,024 texts per call, sequentially) and upserts them.
+   * @throws {VectorStoreError} when the embedder returns the wrong number or size of vectors.
+   */
+  async addChunks(chunks: AI4RAGChunk[]): Promise<number> {
+    this.assertOpen();
+    const seen = new Set<string>();
+    const unique: AI4RAGChunk[] = [];
+    for (const c of chunks) {
+      if (seen.has(c.id)) continue;
+      seen.add(c.id);
+      unique.push(c);
+    }
+    let stored = 0;
+    for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
+      const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
+      const vectors = await this.embedder.embedDocuments(batch.map((c) => c.text));
+      if (vectors.length !== batch.length) {
+        throw new VectorStoreError(
+          `embedder returned ${vectors.length} vectors for ${batch.length} texts`,
+        );
+      }
+      stored += await this.upsert(batch.map((chunk, j) => ({ chunk, vector: vectors[j] ?? [] })));
+    }
+    return stored;
+  }
+
+  /**
+   * Vector, or hybrid (vector + BM25 fused in memory), search. Parameters are validated before any I/O.
+   * @throws {SearchParamsError} for invalid parameters.
+   * @throws {VectorStoreError} for a SQL failure.
+   */
+  async search(query: string, params: SearchParams): Promise<SearchHit[]> {
+    const p = validateSearchParams(params);
+    this.assertOpen();
+    if (typeof query !== 'string') throw new VectorStoreError('query must be a string');
+    const qvec = await this.embedder.embedQuery(query);
+    if (qvec.length !== this.dimension || !qvec.every(Number.isFinite)) {
+      throw new VectorStoreError(`query vector must hold ${this.dimension} finite numbers`);
+    }
+    if (p.searchMode === 'vector') {
+      const rows = await this.run('vector search', () => this.vectorSearch(qvec, p.k, p.filter));
+      return rows.map((r) => toHit(r, p.includeScores ? r.score : undefined));
+    }
+    const n = Math.max(this.hybridCandidates, p.k);
+    const dense = await this.run('vector search', () => this.vectorSearch(qvec, n, p.filter));
+    const keyword = await this.run('keyword search', () => this.bm25Search(query, n, p.filter));
+    const byId = new Map<string, ChunkRow>();
+    for (const r of [...dense, ...keyword]) if (!byId.has(r.id)) byId.set(r.id, r);
+    let fused: ScoredId[];
+    if (p.rankerStrategy === 'rrf') fused = rrfFuse([dense, keyword], p.rankerK);
+    else if (p.rankerStrategy === 'weighted') fused = weightedFuse(dense, keyword, p.rankerAlpha);
+    else fused = normalizedFuse([dense, keyword]);
+    return fused.slice(0, p.k).map((f) => {
+      const row = byId.get(f.id) as ChunkRow;
+      return toHit(row, p.includeScores ? f.score : undefined);
+    });
+  }
+
+  /**
+   * BM25-only search (pgvector-specific; the port exposes it only through hybrid search). Scores are raw Okapi
+   * BM25 (idf × saturated tf), best first; chunks without a query term are excluded.
+   * @throws {VectorStoreError} for a bad `k`, filter or a SQL failure.
+   */
+  async keywordSearch(
+    query: string,
+    options: { k: number; filter?: MetadataFilter },
+  ): Promise<SearchHit[]> {
+    this.assertOpen();
+    checkNumber('k', options.k, 1, 10_000, true);
+    const filter =
+      options.filter === undefined ? undefined : validateMetadataFilter(options.filter);
+    const rows = await this.run('keyword search', () => this.bm25Search(query, options.k, filter));
+    return rows.map((r) => toHit(r, r.score));
+  }
+
+  /** Best-first rows with higher-is-better scores. */
+  private async vectorSearch(
+    qvec: number[],
+    limit: number,
+    filter: MetadataFilter | undefined,
+  ): Promise<ScoredRow[]> {
+    await this.ensureAnnIndex();
+    const op = OPERATOR[this.distance];
+    const params: unknown[] = [vectorLiteral(qvec), limit];
+    let where = '';
+    if (filter !== undefined && Object.keys(filter).length > 0) {
+      params.push(JSON.stringify(filter));
+      where = 'WHERE metadata @> $3::jsonb';
+    }
+    const sql = `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
+      FROM ${this.table} ${where} ORDER BY embedding ${op} $1::vector LIMIT $2`;
+    const rows = await this.client.transaction(async (tx) => {
+      if (this.annIndex) {
+        const ef = Math.min(1000, Math.max(40, 2 * limit));
+        await tx.query(`SET LOCAL hnsw.ef_search = ${ef}`);
+        if (where !== '' && this.iterativeScan) {
+          await tx.query('SET LOCAL hnsw.iterative_scan = relaxed_order');
+        }
+      }
+      return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
+    });
+    return rows
+      .map((r) => ({
+        id: r.id,
+        content: r.content,
+        metadata: r.metadata,
+        score: distanceToScore(this.distance, r.distance),
+      }))
+      .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  private async ensureAnnIndex(): Promise<void> {
+    if (this.annIndex) return;
+    if (this.dimension > MAX_HNSW_DIMENSION) {
+      if (!this.warnedExactScan) {
+        this.warnedExactScan = true;
+        this.logger(
+          `collection ${this.collectionName}: ${this.dimension} dimensions exceed HNSW's ${MAX_HNSW_DIMENSION}; using exact scan`,
+        );
+      }
+      return;
+    }
+    const reg = await this.lockRegistry(this.client, false);
+    if (reg.n < this.annMinRows) return;
+    await this.exclusive(async () => {
+      if (this.annIndex) return;
+      await this.ignoringRace(() =>
+        this.client.query(
+          `CREATE INDEX IF NOT EXISTS ${this.hnswIndex} ON ${this.table}
+           USING hnsw (embedding ${OPCLASS[this.distance]}) WITH (m = 16, ef_construction = 64)`,
+        ),
+      );
+      this.annIndex = true;
+      this.logger(`collection ${this.collectionName}: HNSW index built (${reg.n} rows)`);
+    });
+  }
+
+  /** BM25 top-`limit` rows (score > 0), best first. */
+  private async bm25Search(
+    query: string,
+    limit: number,
+    filter: MetadataFilter | undefined,
+  ): Promise<ScoredRow[]> {
+    await this.ensureBm25Fresh();
+    const qtf = termFrequencies(analyze(query));
+    if (qtf.size === 0) return [];
+    const reg = await this.lockRegistry(this.client, false);
+    if (reg.n === 0) return [];
+    const dfRows = await this.client.query<{ term: number; df: number }>(
+      `SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])`,
+      [[...qtf.keys()]],
+    );
+    const weights = new Map<number, number>();
+    for (const { term, df } of dfRows.rows) {
+      weights.set(term, bm25Idf(reg.n, df) * (qtf.get(term) ?? 0));
+    }
+    if (weights.size === 0) return [];
+    const params: unknown[] = [sparseLiteral(weights), limit];
+    let extra = '';
+    if (filter !== undefined && Object.keys(filter).length > 0) {
+      params.push(JSON.stringify(filter));
+      extra = 'AND metadata @> $3::jsonb';
+    }
+    const res = await this.client.query<ScoredRow>(
+      `SELECT id, content, metadata, ((bm25 <#> $1::sparsevec) * -1)::float8 AS score
+       FROM ${this.table} WHERE (bm25 <#> $1::sparsevec) < 0 ${extra}
+       ORDER BY bm25 <#> $1::sparsevec, id LIMIT $2`,
+      params,
+    );
+    return res.rows;
+  }
+
+  /** Re-weights documents when avgdl drifted beyond the tolerance or k1/b changed. */
+  private async ensureBm25Fresh(): Promise<void> {
+    const reg = await this.lockRegistry(this.client, false);
+    if (this.isStale(reg)) await this.refreshBm25(false);
+  }
+
+  private isStale(reg: RegistryRow): boolean {
+    if (
+      reg.analyzer_version !== ANALYZER_VERSION ||
+      reg.bm25_k1 !== this.k1 ||
+      reg.bm25_b !== this.b
+    ) {
+      return true;
+    }
+    if (reg.n === 0) return false;
+    const current = reg.total > 0 ? reg.total / reg.n : 1;
+    const weighted = reg.bm25_avgdl_weighted;
+    if (weighted === null || weighted <= 0) return true;
+    return Math.abs(current - weighted) / weighted > this.reweightTolerance;
+  }
+
+  /** Recomputes every row's BM25 weights (and, after an analyzer change, token counts and df) in batches. */
+  private refreshBm25(analyzerChanged: boolean): Promise<void> {
+    return this.exclusive(() =>
+      this.run('BM25 re-weighting', () =>
+        this.client.transaction(async (tx) => {
+          const reg = await this.lockRegistry(tx);
+          const rebuild = analyzerChanged || reg.analyzer_version !== ANALYZER_VERSION;
+          if (!rebuild && !this.isStale(reg)) return;
+          let n = reg.n;
+          let total = reg.total;
+          if (rebuild) {
+            const df = new Map<number, number>();
+            n = 0;
+            total = 0;
+            await this.forEachRowBatch(tx, async (rows) => {
+              const tcs = rows.map((r) => {
+                const tokens = analyze(r.content);
+                for (const id of termFrequencies(tokens).keys()) df.set(id, (df.get(id) ?? 0) + 1);
+                return tokens.length;
+              });
+              n += rows.length;
+              total += tcs.reduce((s, x) => s + x, 0);
+              await tx.query(
+                `UPDATE ${this.table} AS t SET token_count = u.tc
+                 FROM unnest($1::text[], $2::int4[]) AS u(id, tc) WHERE t.id = u.id`,
+                [rows.map((r) => r.id), tcs],
+              );
+            });
+            await tx.query(`DELETE FROM ${this.dfTable}`);
+            await this.applyDf(tx, df);
+          }
+          const avgdl = n > 0 && total > 0 ? total / n : 1;
+          await this.forEachRowBatch(tx, async (rows) => {
+            const lits = rows.map((r) => {
+              const tokens = analyze(r.content);
+              return sparseLiteral(
+                bm25DocWeights(termFrequencies(tokens), tokens.length, avgdl, this.k1, this.b),
+              );
+            });
+            await tx.query(
+              `UPDATE ${this.table} AS t SET bm25 = u.bm::sparsevec
+               FROM unnest($1::text[], $2::text[]) AS u(id, bm) WHERE t.id = u.id`,
+              [rows.map((r) => r.id), lits],
+            );
+          });
+          await tx.query(
+            `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3, bm25_avgdl_weighted = $4,
+               analyzer_version = $5, bm25_k1 = $6, bm25_b = $7 WHERE name = $1`,
+            [this.key, n, total, n > 0 ? avgdl : null, ANALYZER_VERSION, this.k1, this.b],
+          );
+          this.logger(
+            `collection ${this.collectionName}: BM25 weights recomputed (avgdl ${avgdl.toFixed(2)})`,
+          );
+        }),
+      ),
+    );
+  }
+
+  private async forEachRowBatch(
+    tx: SqlClient,
+    fn: (rows: { id: string; content: string }[]) => Promise<void>,
+  ): Promise<void> {
+    let after = '';
+    for (;;) {
+      const res = await tx.query<{ id: string; content: string }>(
+        `SELECT id, content FROM ${this.table} WHERE id > $1 ORDER BY id LIMIT ${REWEIGHT_BATCH}`,
+        [after],
+      );
+      if (res.rows.length === 0) return;
+      await fn(res.rows);
+      after = res.rows[res.rows.length - 1]?.id ?? after;
+      if (res.rows.length < REWEIGHT_BATCH) return;
+    }
+  }
+
+  /**
+   * Chunks of one document with sequence_number in [from, to], ordered by sequence_number (window retrieval).
+   * @throws {VectorStoreError} for non-integer bounds or a SQL failure.
+   */
+  async getChunksBySequence(documentId: string, from: number, to: number): Promise<SearchHit[]> {
+    this.assertOpen();
+    if (!Number.isInteger(from) || !Number.isInteger(to)) {
+      throw new VectorStoreError('sequence bounds must be integers');
+    }
+    const res = await this.run('read chunks', () =>
+      this.client.query<ChunkRow>(
+        `SELECT id, content, metadata FROM ${this.table}
+         WHERE document_id = $1 AND sequence_number BETWEEN $2 AND $3 ORDER BY sequence_number, id`,
+        [documentId, from, to],
+      ),
+    );
+    return res.rows.map((r) => toHit(r));
+  }
+
+  /** Deletes rows matching `where` and keeps df, N and total tokens in step. */
+  private deleteWhere(
+    where: string,
+    params: unknown[],
+    after?: (tx: SqlClient) => Promise<void>,
+  ): Promise<number> {
+    return this.exclusive(() =>
+      this.run('delete', () =>
+        this.client.transaction(async (tx) => {
+          const reg = await this.lockRegistry(tx);
+          const res = await tx.query<{ content: string; token_count: number }>(
+            `DELETE FROM ${this.table} WHERE ${where} RETURNING content, token_count`,
+            params,
+          );
+          const delta = new Map<number, number>();
+          let tokens = 0;
+          for (const row of res.rows) {
+            tokens += row.token_count;
+            for (const id of termFrequencies(analyze(row.content)).keys()) {
+              delta.set(id, (delta.get(id) ?? 0) - 1);
+            }
+          }
+          const count = res.rows.length;
+          if (count > 0) {
+            await this.applyDf(tx, delta);
+            const n = Math.max(0, reg.n - count);
+            await tx.query(
+              `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3,
+                 bm25_avgdl_weighted = CASE WHEN $2::bigint = 0 THEN NULL ELSE bm25_avgdl_weighted END
+               WHERE name = $1`,
+              [this.key, n, n === 0 ? 0 : Math.max(0, reg.total - tokens)],
+            );
+          }
+          await after?.(tx);
+          return count;
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Deletes a document's chunks except `keepIds`; without `keepIds` also removes its document record.
+   * @returns the number of chunks deleted.
+   */
+  async deleteByDocument(
+    documentId: string,
+    options: { keepIds?: string[] } = {},
+  ): Promise<number> {
+    this.assertOpen();
+    const { keepIds } = options;
+    if (keepIds === undefined) {
+      return this.deleteWhere('document_id = $1', [documentId], async (tx) => {
+        await tx.query(`DELETE FROM ${this.docTable} WHERE document_id = $1`, [documentId]);
+      });
+    }
+    return this.deleteWhere('document_id = $1 AND NOT (id = ANY($2::text[]))', [
+      documentId,
+      keepIds,
+    ]);
+  }
+
+  /**
+   * Deletes the chunks whose metadata matches every key of a non-empty filter (typed equality: 1 ≠ '1').
+   * Document records are left alone.
+   * @throws {VectorStoreConfigError} for an empty filter or a bad key/value.
+   */
+  async deleteByFilter(filter: MetadataFilter): Promise<number> {
+    const f = validateMetadataFilter(filter, { nonEmpty: true });
+    this.assertOpen();
+    return this.deleteWhere('metadata @> $1::jsonb', [JSON.stringify(f)]);
+  }
+
+  /** Creates or replaces a document record. */
+  async putDocument(record: DocumentRecord): Promise<void> {
+    this.assertOpen();
+    if (typeof record.documentId !== 'string' || record.documentId.length === 0) {
+      throw new VectorStoreError('documentId must be a non-empty string');
+    }
+    if (!Number.isInteger(record.chunkCount) || Number.isNaN(Date.parse(record.updatedAt))) {
+      throw new VectorStoreError(
+        `document ${record.documentId}: chunkCount must be an integer and updatedAt an ISO timestamp`,
+      );
+    }
+    await this.run('put document', () =>
+      this.client.query(
+        `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata)
+         VALUES ($1, $2, $3, $4::timestamptz, $5::text::jsonb)
+         ON CONFLICT (document_id) DO UPDATE SET content_hash = EXCLUDED.content_hash,
+           chunk_count = EXCLUDED.chunk_count, updated_at = EXCLUDED.updated_at, metadata = EXCLUDED.metadata`,
+        [
+          record.documentId,
+          record.contentHash,
+          record.chunkCount,
+          record.updatedAt,
+          record.metadata === undefined ? null : JSON.stringify(record.metadata),
+        ],
+      ),
+    );
+  }
+
+  async getDocument(documentId: string): Promise<DocumentRecord | undefined> {
+    this.assertOpen();
+    const res = await this.run('get document', () =>
+      this.client.query<DocRow>(
+        `SELECT document_id, content_hash, chunk_count, updated_at, metadata FROM ${this.docTable}
+         WHERE document_id = $1`,
+        [documentId],
+      ),
+    );
+    const row = res.rows[0];
+    return row === undefined ? undefined : toDocumentRecord(row);
+  }
+
+  /** All document records, ordered by id. */
+  async listDocuments(): Promise<DocumentRecord[]> {
+    this.assertOpen();
+    const res = await this.run('list documents', () =>
+      this.client.query<DocRow>(
+        `SELECT document_id, content_hash, chunk_count, updated_at, metadata FROM ${this.docTable}
+         ORDER BY document_id`,
+      ),
+    );
+    return res.rows.map(toDocumentRecord);
+  }
+
+  async stats(): Promise<CollectionStats> {
+    this.assertOpen();
+    const res = await this.run('stats', () =>
+      this.client.query<{ documents: number; chunks: number }>(
+        `SELECT (SELECT count(*) FROM ${this.docTable})::int AS documents,
+                (SELECT count(*) FROM ${this.table})::int AS chunks`,
+      ),
+    );
+    return {
+      collection: this.collectionName,
+      documents: res.rows[0]?.documents ?? 0,
+      chunks: res.rows[0]?.chunks ?? 0,
+      dimension: this.dimension,
+      distance: this.distance,
+      embeddingModel: this.embedder.modelId,
+      annIndex: this.annIndex,
+    };
+  }
+
+  /** Drops this collection (tables and registry row), then closes the store. */
+  async drop(): Promise<void> {
+    this.assertOpen();
+    await this.exclusive(() =>
+      this.run('drop collection', () => dropPgCollection(this.client, this.collectionName)),
+    );
+    await this.close();
+  }
+
+  /** Closes the store; the client too when the store owns it. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue;
+    if (this.ownsClient) await this.client.close();
+  }
+}

@@ -1,0 +1,195 @@
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import type pg from 'pg';
+import type { PgliteConfig } from './config.js';
+import { DataDirInUseError, VectorStoreError } from './errors.js';
+
+/**
+ * The minimal SQL port the pgvector store needs. Both PGlite (in-process) and a `pg.Pool` (server, or PGlite
+ * through pglite-socket) implement it. Inside `transaction`, use only the `tx` given to the callback: the
+ * socket server serializes whole transactions, so waiting on another pooled connection there deadlocks.
+ */
+export interface SqlClient {
+  query<R>(text: string, params?: unknown[]): Promise<{ rows: R[] }>;
+  transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  readonly dialect: 'pglite' | 'postgres';
+}
+
+/**
+ * Adapts a `pg.Pool`. A transaction checks out one client and runs BEGIN/COMMIT (ROLLBACK on error), always
+ * releasing it. `close()` ends the pool only when `ownsPool`.
+ * @example const client = fromPgPool(new pg.Pool({ max: 5 }), { ownsPool: true });
+ */
+export function fromPgPool(pool: pg.Pool, options: { ownsPool?: boolean } = {}): SqlClient {
+  const ownsPool = options.ownsPool ?? false;
+  const onClient = (c: pg.PoolClient): SqlClient => ({
+    dialect: 'postgres',
+    async query<R>(text: string, params?: unknown[]) {
+      const res = await c.query(text, params);
+      return { rows: res.rows as R[] };
+    },
+    async transaction<T>(fn: (tx: SqlClient) => Promise<T>) {
+      // Already inside a transaction: run in place (no nested BEGIN).
+      return fn(onClient(c));
+    },
+    async close() {},
+  });
+  return {
+    dialect: 'postgres',
+    async query<R>(text: string, params?: unknown[]) {
+      const res = await pool.query(text, params);
+      return { rows: res.rows as R[] };
+    },
+    async transaction<T>(fn: (tx: SqlClient) => Promise<T>) {
+      const c = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await c.query('BEGIN');
+        try {
+          const out = await fn(onClient(c));
+          await c.query('COMMIT');
+          return out;
+        } catch (error: unknown) {
+          try {
+            await c.query('ROLLBACK');
+          } catch (rollbackError: unknown) {
+            broken =
+              rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+          }
+          throw error;
+        }
+      } finally {
+        // A connection whose ROLLBACK failed is destroyed rather than returned to the pool.
+        c.release(broken);
+      }
+    },
+    async close() {
+      if (ownsPool) await pool.end();
+    },
+  };
+}
+
+function fromPgliteTx(tx: Transaction): SqlClient {
+  return {
+    dialect: 'pglite',
+    async query<R>(text: string, params?: unknown[]) {
+      const res = await tx.query<R>(text, params);
+      return { rows: res.rows };
+    },
+    async transaction<T>(fn: (inner: SqlClient) => Promise<T>) {
+      return fn(fromPgliteTx(tx));
+    },
+    async close() {},
+  };
+}
+
+/**
+ * Adapts a PGlite instance. `close()` closes the database only when `ownsDb`.
+ * @example const client = fromPglite(await PGlite.create({ extensions: { vector } }), { ownsDb: true });
+ */
+export function fromPglite(
+  db: PGlite,
+  options: { ownsDb?: boolean; onClose?: () => void } = {},
+): SqlClient {
+  return {
+    dialect: 'pglite',
+    async query<R>(text: string, params?: unknown[]) {
+      const res = await db.query<R>(text, params);
+      return { rows: res.rows };
+    },
+    async transaction<T>(fn: (tx: SqlClient) => Promise<T>) {
+      return db.transaction((tx) => fn(fromPgliteTx(tx)));
+    },
+    async close() {
+      if (options.ownsDb === true && !db.closed) await db.close();
+      options.onClose?.();
+    },
+  };
+}
+
+/** A SqlClient over a PGlite this module opened; `db` is exposed to serve it through pglite-socket. */
+export interface PgliteSqlClient extends SqlClient {
+  readonly db: PGlite;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error: unknown) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes `<dataDir>.lock` (holding our pid), taking over a stale lock left by a dead process. PGlite has no
+ * cross-process lock: two processes on one data directory silently lose writes.
+ * @returns the release function (removes the file only if it still holds our pid).
+ */
+function acquireDataDirLock(dataDir: string): () => void {
+  const lockPath = `${resolve(dataDir)}.lock`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockPath, String(process.pid), { flag: 'wx' });
+      return () => {
+        try {
+          if (readFileSync(lockPath, 'utf8').trim() === String(process.pid)) unlinkSync(lockPath);
+        } catch {
+          // Already gone: nothing to release.
+        }
+      };
+    } catch (error: unknown) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new VectorStoreError(`cannot create lock file for data directory ${dataDir}`, {
+          cause: error,
+        });
+      }
+    }
+    let holder = Number.NaN;
+    try {
+      holder = Number.parseInt(readFileSync(lockPath, 'utf8').trim(), 10);
+    } catch {
+      // Vanished between the two calls: retry.
+    }
+    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
+      throw new DataDirInUseError(`data directory ${dataDir} is in use by process ${holder}`);
+    }
+    try {
+      unlinkSync(lockPath);
+    } catch {
+      // Someone else removed it: retry.
+    }
+  }
+  throw new DataDirInUseError(`data directory ${dataDir} is being locked by another process`);
+}
+
+/**
+ * Opens PGlite with the pgvector extension (in-memory when `dataDir` is undefined) and creates the extension.
+ * A data directory is guarded by an exclusive `<dataDir>.lock` file, released on `close()`.
+ * @throws {DataDirInUseError} when another live process (or this one) holds the data directory.
+ * @example const client = await openPglite({ dataDir: './data/pg' }); … await client.close();
+ */
+export async function openPglite(config: PgliteConfig = {}): Promise<PgliteSqlClient> {
+  let release: (() => void) | undefined;
+  if (config.dataDir !== undefined) {
+    await mkdir(dirname(resolve(config.dataDir)), { recursive: true });
+    release = acquireDataDirLock(config.dataDir);
+  }
+  let db: PGlite;
+  try {
+    db = await PGlite.create({
+      ...(config.dataDir !== undefined ? { dataDir: config.dataDir } : {}),
+      extensions: { vector },
+    });
+    await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
+  } catch (error: unknown) {
+    release?.();
+    throw new VectorStoreError('cannot open PGlite', { cause: error });
+  }
+  const base = fromPglite(db, { ownsDb: true, ...(release ? { onClose: release } : {}) });
+  return { ...base, db };
+}

@@ -1,0 +1,123 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../../bin/cli/main.js';
+
+const STORY = resolve(import.meta.dirname, '../../../../shared/data/ai4rag_story');
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+describe('ai4rag CLI', () => {
+  let dir: string;
+  let docs: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ai4rag-cli-'));
+    docs = join(dir, 'docs');
+    await import('node:fs/promises').then((fs) => fs.mkdir(join(docs, 'sub'), { recursive: true }));
+    await writeFile(
+      join(docs, 'leave.md'),
+      '# Leave policy\n\nEmployees receive 27 days of annual leave per calendar year.\n\n## Carry over\n\nUp to 5 unused days carry over to March.\n',
+    );
+    await writeFile(
+      join(docs, 'sub', 'boats.txt'),
+      'The ferry Aurora carries 140 passengers at 18 knots.\n',
+    );
+    await writeFile(join(docs, 'broken.pdf'), 'this is not a pdf');
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('ingests a folder, reports the bad file, and finds the relevant chunk', async () => {
+    // Prepare
+    const ingest = capture();
+    // Act
+    const code = await main(['ingest', docs, '--data-dir', join(dir, 'data'), '--json'], ingest.io);
+    // Assess
+    expect(code).toBe(0);
+    const summary = JSON.parse(ingest.out.at(-1) ?? '{}');
+    expect(summary).toMatchObject({ documents: 2, indexed: 2, unchanged: 0, failed: 1 });
+    expect(summary.failures[0]).toMatchObject({ document: 'broken.pdf', reason: 'corrupt' });
+
+    const search = capture();
+    expect(
+      await main(
+        [
+          'search',
+          'how many passengers does the ferry carry',
+          '--data-dir',
+          join(dir, 'data'),
+          '--json',
+        ],
+        search.io,
+      ),
+    ).toBe(0);
+    const result = JSON.parse(search.out.at(-1) ?? '{}');
+    expect(result.results[0].metadata.document_id).toBe('sub/boats.txt');
+  });
+
+  it('does no embedding work when re-run over unchanged files', async () => {
+    const again = capture();
+    expect(await main(['ingest', docs, '--data-dir', join(dir, 'data'), '--json'], again.io)).toBe(
+      0,
+    );
+    const summary = JSON.parse(again.out.at(-1) ?? '{}');
+    expect(summary).toMatchObject({ indexed: 0, unchanged: 2, chunksEmbedded: 0 });
+  });
+
+  it.each([
+    [['ingest'], 'give at least one file or folder'],
+    [['search', 'x', '--search-mode', 'bogus'], '--search-mode must be one of vector, hybrid'],
+    [['search', 'x', '--k', 'ten'], '--k must be an integer'],
+    [['ingest', '/nonexistent/path'], '/nonexistent/path'],
+    [['ingest', 'x', '--chunk-size', '64'], 'chunk'],
+    [
+      ['search', 'x', '--search-mode', 'vector', '--ranker-k', '60'],
+      'applies only to --search-mode hybrid',
+    ],
+    [['search', 'x', '--unknown-flag'], 'unknown-flag'],
+  ])('rejects bad input %j with exit code 2 and a clear message', async (args, message) => {
+    const c = capture();
+    expect(await main([...args, '--data-dir', join(dir, 'data2')], c.io)).toBe(2);
+    expect(c.err.join('\n')).toContain(message);
+  });
+
+  it.skipIf(!existsSync(STORY))(
+    'evaluates retrieval on a corpus and prints the metrics as the last line',
+    async () => {
+      const c = capture();
+      const code = await main(
+        [
+          'eval-retrieval',
+          '--corpus',
+          join(STORY, 'documents'),
+          '--benchmark',
+          join(STORY, 'benchmark_data.json'),
+          '--json',
+        ],
+        c.io,
+      );
+      expect(code).toBe(0);
+      const metrics = JSON.parse(c.out.at(-1) ?? '{}');
+      expect(Object.keys(metrics)).toEqual([
+        'questions',
+        'recall@1',
+        'recall@5',
+        'recall@10',
+        'mrr@10',
+        'ndcg@10',
+      ]);
+      expect(metrics.questions).toBe(6);
+      // One document: every question's gold document is the first.
+      expect(metrics['recall@1']).toBe(1);
+    },
+  );
+});

@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest';
+import type { ChunkingOptions } from '../../../shared/src/chunking/types.js';
+import type { LoadedDocument } from '../../../shared/src/documents/types.js';
+import {
+  INGEST_BATCH_CHUNKS,
+  indexingKey,
+  ingestDocuments,
+} from '../../../shared/src/ingest/pipeline.js';
+import { MemoryStore, testChunk } from '../../support/memory-store.js';
+
+const chunking: ChunkingOptions = { method: 'recursive', chunkSize: 128, chunkOverlap: 0 };
+
+function doc(key: string, text: string, hash = `h-${text}`): LoadedDocument {
+  return { key, text, blocks: [], contentHash: hash, format: 'txt' };
+}
+
+/** One chunk per line; ids include the text so a changed line is a new chunk. */
+function byLine(d: LoadedDocument) {
+  return d.text
+    .split('\n')
+    .map((line, i) => ({ ...testChunk(d.key, i + 1, line), id: `${d.key}#${i + 1}:${line}` }));
+}
+
+describe('ingestDocuments', () => {
+  it('indexes new documents and records their hash and indexing settings', async () => {
+    // Prepare
+    const store = new MemoryStore();
+    // Act
+    const summary = await ingestDocuments([doc('a.txt', 'one\ntwo'), doc('b.txt', 'three')], {
+      store,
+      chunking,
+      chunk: byLine,
+    });
+    // Assess
+    expect(summary.documents.map((d) => [d.documentId, d.status, d.chunks])).toEqual([
+      ['a.txt', 'indexed', 2],
+      ['b.txt', 'indexed', 1],
+    ]);
+    expect(summary.chunksStored).toBe(3);
+    expect(store.chunks.size).toBe(3);
+    expect(store.documents.get('a.txt')?.metadata?.indexing).toBe(indexingKey(chunking));
+    expect(store.documents.get('a.txt')?.contentHash).toBe('h-one\ntwo');
+  });
+
+  it('does no embedding work for unchanged documents', async () => {
+    const store = new MemoryStore();
+    await ingestDocuments([doc('a.txt', 'one')], { store, chunking, chunk: byLine });
+    const callsBefore = store.embedCalls;
+    const summary = await ingestDocuments([doc('a.txt', 'one')], {
+      store,
+      chunking,
+      chunk: byLine,
+    });
+    expect(store.embedCalls).toBe(callsBefore);
+    expect(summary.documents[0]?.status).toBe('unchanged');
+    expect(summary.documentsSkipped).toBe(1);
+  });
+
+  it('re-indexes a document when the chunking settings change', async () => {
+    const store = new MemoryStore();
+    await ingestDocuments([doc('a.txt', 'one')], { store, chunking, chunk: byLine });
+    const summary = await ingestDocuments([doc('a.txt', 'one')], {
+      store,
+      chunking: { ...chunking, chunkSize: 256 },
+      chunk: byLine,
+    });
+    expect(summary.documents[0]?.status).toBe('indexed');
+  });
+
+  it('replaces the chunks of a changed document and removes its stale ones', async () => {
+    // Prepare
+    const store = new MemoryStore();
+    await ingestDocuments([doc('a.txt', 'one\ntwo\nthree')], { store, chunking, chunk: byLine });
+    // Act
+    await ingestDocuments([doc('a.txt', 'one\nTWO')], { store, chunking, chunk: byLine });
+    // Assess
+    expect([...store.chunks.keys()].sort()).toEqual(['a.txt#1:one', 'a.txt#2:TWO']);
+    expect(store.documents.get('a.txt')?.chunkCount).toBe(2);
+  });
+
+  it('prunes documents that are no longer present when asked', async () => {
+    const store = new MemoryStore();
+    await ingestDocuments([doc('a.txt', 'one'), doc('b.txt', 'two')], {
+      store,
+      chunking,
+      chunk: byLine,
+    });
+    const summary = await ingestDocuments([doc('a.txt', 'one')], {
+      store,
+      chunking,
+      chunk: byLine,
+      prune: true,
+    });
+    expect(summary.pruned).toEqual(['b.txt']);
+    expect([...store.documents.keys()]).toEqual(['a.txt']);
+    expect([...store.chunks.keys()]).toEqual(['a.txt#1:one']);
+  });
+
+  it('reports a document whose chunking fails and ingests the others', async () => {
+    const store = new MemoryStore();
+    const summary = await ingestDocuments([doc('bad.txt', 'x'), doc('good.txt', 'y')], {
+      store,
+      chunking,
+      chunk: (d) => {
+        if (d.key === 'bad.txt') throw new Error('cannot split');
+        return byLine(d);
+      },
+    });
+    expect(summary.documents).toEqual([
+      { documentId: 'bad.txt', status: 'failed', chunks: 0, error: 'cannot split' },
+      { documentId: 'good.txt', status: 'indexed', chunks: 1 },
+    ]);
+  });
+
+  it('keeps the previous version when embedding a batch fails', async () => {
+    // Prepare
+    const store = new MemoryStore();
+    await ingestDocuments([doc('a.txt', 'one')], { store, chunking, chunk: byLine });
+    store.failNextAdd = new Error('embedding service down');
+    // Act
+    const summary = await ingestDocuments([doc('a.txt', 'uno')], {
+      store,
+      chunking,
+      chunk: byLine,
+    });
+    // Assess
+    expect(summary.documents[0]).toMatchObject({
+      status: 'failed',
+      error: 'embedding service down',
+    });
+    expect(store.documents.get('a.txt')?.contentHash).toBe('h-one');
+    expect([...store.chunks.keys()]).toEqual(['a.txt#1:one']);
+  });
+
+  it('embeds in batches of at most INGEST_BATCH_CHUNKS chunks and reports progress', async () => {
+    // Prepare: 3 documents of 500 chunks each
+    const store = new MemoryStore();
+    const docs = ['a', 'b', 'c'].map((k) =>
+      doc(k, Array.from({ length: 500 }, (_, i) => `${k}${i}`).join('\n')),
+    );
+    const sizes: number[] = [];
+    const original = store.addChunks.bind(store);
+    store.addChunks = async (chunks) => {
+      sizes.push(chunks.length);
+      return original(chunks);
+    };
+    const seen: number[] = [];
+    // Act
+    await ingestDocuments(docs, {
+      store,
+      chunking,
+      chunk: byLine,
+      onProgress: (p) => seen.push(p.documentsDone),
+    });
+    // Assess
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(INGEST_BATCH_CHUNKS);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(1500);
+    expect(seen.at(-1)).toBe(3);
+  });
+});

@@ -1,0 +1,305 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
+import { analyze } from '../../../shared/src/text/analyzer.js';
+import { VectorStoreError } from '../../../shared/src/vectorstores/errors.js';
+import { auxiliaryName } from '../../../shared/src/vectorstores/naming.js';
+import {
+  dropPgCollection,
+  PgVectorStore,
+  type PgVectorStoreOptions,
+} from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
+import type { SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
+import { makeChunk } from './contract.js';
+import { createHashEmbedder } from './fake-embedder.js';
+
+const K1 = 0.9;
+const B = 0.4;
+
+/** Plain-TS Okapi BM25 over analyzed terms (strings, no hashing), best first. */
+function referenceBm25(
+  docs: AI4RAGChunk[],
+  query: string,
+  avgdlOverride?: number,
+): { id: string; score: number }[] {
+  const analyzed = docs.map((d) => ({ id: d.id, tokens: analyze(d.text) }));
+  const n = analyzed.length;
+  const avgdl = avgdlOverride ?? analyzed.reduce((s, d) => s + d.tokens.length, 0) / n;
+  const df = new Map<string, number>();
+  for (const d of analyzed) for (const t of new Set(d.tokens)) df.set(t, (df.get(t) ?? 0) + 1);
+  const qtf = new Map<string, number>();
+  for (const t of analyze(query)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+  const out: { id: string; score: number }[] = [];
+  for (const d of analyzed) {
+    let score = 0;
+    for (const [t, q] of qtf) {
+      const f = d.tokens.filter((x) => x === t).length;
+      const dft = df.get(t) ?? 0;
+      if (f === 0 || dft === 0) continue;
+      const idf = Math.log(1 + (n - dft + 0.5) / (dft + 0.5));
+      score += q * idf * ((f * (K1 + 1)) / (f + K1 * (1 - B + (B * d.tokens.length) / avgdl)));
+    }
+    if (score > 0) out.push({ id: d.id, score });
+  }
+  return out.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+}
+
+const BM25_CORPUS: AI4RAGChunk[] = [
+  makeChunk('k1', 1, 'Protein folding is driven by hydrophobic collapse of the protein chain'),
+  makeChunk('k1', 2, 'Chaperone proteins assist folding'),
+  makeChunk('k1', 3, 'Misfolded proteins aggregate and cause disease in neurons and muscle'),
+  makeChunk(
+    'k2',
+    1,
+    'The market rallied as bond yields fell and the dollar weakened against the yen',
+  ),
+  makeChunk('k2', 2, 'Bond markets priced in rate cuts'),
+  makeChunk('k2', 3, 'Yields on ten year bonds fell sharply'),
+  makeChunk('k3', 1, 'Folding bicycles are popular in dense cities with small apartments'),
+  makeChunk('k3', 2, 'A protein rich diet helps muscle recovery after cycling'),
+];
+const QUERIES = [
+  'protein folding',
+  'bond yields fell',
+  'muscle protein protein',
+  'cities bicycles',
+];
+
+async function expectMatchesReference(
+  store: PgVectorStore,
+  docs: AI4RAGChunk[],
+  avgdl?: number,
+): Promise<void> {
+  for (const q of QUERIES) {
+    const got = await store.keywordSearch(q, { k: 20 });
+    const want = referenceBm25(docs, q, avgdl);
+    expect(
+      got.map((h) => h.id),
+      q,
+    ).toEqual(want.map((w) => w.id));
+    got.forEach((h, i) => {
+      expect(Math.abs((h.score ?? 0) - (want[i]?.score ?? 0)), `${q} ${h.id}`).toBeLessThan(1e-4);
+    });
+  }
+}
+
+/**
+ * pgvector-specific behaviour (BM25 exactness, HNSW policy, registry checks, error wrapping), run on every
+ * pgvector transport. Collections are dropped afterwards.
+ */
+export function runPgVectorSuite(label: string, getClient: () => SqlClient): void {
+  describe(`PgVectorStore specifics: ${label}`, () => {
+    const runId = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+    const names: string[] = [];
+    let counter = 0;
+    const create = async (
+      options: Omit<PgVectorStoreOptions, 'client' | 'embedder'> & {
+        embedder?: PgVectorStoreOptions['embedder'];
+      } = {},
+    ): Promise<PgVectorStore> => {
+      counter += 1;
+      const collectionName = options.collectionName ?? `ai4rag_pg_${runId}_${counter}`;
+      if (!names.includes(collectionName)) names.push(collectionName);
+      return PgVectorStore.create({
+        embedder: createHashEmbedder(),
+        ...options,
+        collectionName,
+        client: getClient(),
+      });
+    };
+    afterAll(async () => {
+      for (const name of names) await dropPgCollection(getClient(), name);
+    });
+
+    it('scores keyword search exactly like reference BM25, after upserts, changes and deletes', async () => {
+      // Prepare
+      const store = await create({ bm25: { reweightTolerance: 0 } });
+      try {
+        await store.addChunks(BM25_CORPUS.slice(0, 5));
+        await store.addChunks(BM25_CORPUS.slice(3));
+        // Act / Assess: full corpus
+        await expectMatchesReference(store, BM25_CORPUS);
+        // Act / Assess: one chunk's content replaced under the same id
+        const changed = makeChunk('k1', 2, 'Chaperone proteins assist protein folding in cells');
+        await store.addChunks([changed]);
+        const corpus2 = BM25_CORPUS.map((c) => (c.id === changed.id ? changed : c));
+        await expectMatchesReference(store, corpus2);
+        // Act / Assess: deletes
+        await store.deleteByDocument('k2', { keepIds: ['k2#3'] });
+        await store.deleteByFilter({ document_id: 'k3', sequence_number: 1 });
+        const corpus3 = corpus2.filter((c) => !['k2#1', 'k2#2', 'k3#1'].includes(c.id));
+        await expectMatchesReference(store, corpus3);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('keeps weights within the avgdl tolerance and re-weights once it is exceeded', async () => {
+      // Prepare: default tolerance 10 %
+      const store = await create();
+      try {
+        const base = BM25_CORPUS.slice(0, 6);
+        await store.addChunks(base);
+        const avgdl0 = base.reduce((s, c) => s + analyze(c.text).length, 0) / base.length;
+        // Act: a chunk of average length keeps avgdl within 10 %
+        const small = makeChunk('k9', 1, 'protein bond market folding yields');
+        await store.addChunks([small]);
+        // Assess: weights still use the recorded avgdl, idf uses current N and df
+        await expectMatchesReference(store, [...base, small], avgdl0);
+        // Act: a long chunk pushes avgdl beyond 10 %
+        const long = makeChunk('k9', 2, `protein ${'lorem ipsum dolor sit amet '.repeat(8)}`);
+        await store.addChunks([long]);
+        // Assess: re-weighted with the current avgdl
+        await expectMatchesReference(store, [...base, small, long]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('keeps statistics exact under concurrent overlapping upserts on one store', async () => {
+      // Prepare
+      const store = await create({ bm25: { reweightTolerance: 0 } });
+      try {
+        // Act: two writers, overlapping ids (bounded: exactly two promises)
+        await Promise.all([
+          store.addChunks(BM25_CORPUS.slice(0, 6)),
+          store.addChunks(BM25_CORPUS.slice(2)),
+        ]);
+        // Assess
+        expect((await store.stats()).chunks).toBe(BM25_CORPUS.length);
+        await expectMatchesReference(store, BM25_CORPUS);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('rebuilds BM25 statistics when the analyzer version recorded differs', async () => {
+      // Prepare
+      const client = getClient();
+      const first = await create();
+      const name = first.collectionName;
+      await first.addChunks(BM25_CORPUS);
+      await first.close();
+      await client.query(
+        `UPDATE ai4rag_collections SET analyzer_version = 'old', token_total = 1 WHERE name = $1`,
+        [name],
+      );
+      await client.query(`DELETE FROM "${auxiliaryName(name, 't')}"`);
+      // Act
+      const reopened = await create({ collectionName: name });
+      // Assess
+      try {
+        await expectMatchesReference(reopened, BM25_CORPUS);
+      } finally {
+        await reopened.close();
+      }
+    });
+
+    it('builds the HNSW index lazily once annMinRows is reached and still answers correctly', async () => {
+      // Prepare
+      const logs: string[] = [];
+      const store = await create({ annMinRows: 0, logger: (m) => logs.push(m), distance: 'l2' });
+      try {
+        await store.addChunks(BM25_CORPUS);
+        const before = (await store.stats()).annIndex;
+        // Act
+        const hits = await store.search(BM25_CORPUS[4]?.text ?? '', { k: 3 });
+        const filtered = await store.search('protein', { k: 5, filter: { document_id: 'k3' } });
+        // Assess
+        expect(before).toBe(false);
+        expect((await store.stats()).annIndex).toBe(true);
+        expect(hits[0]?.id).toBe('k2#2');
+        expect(filtered.map((h) => h.id).sort()).toEqual(['k3#1', 'k3#2']);
+        const idx = await getClient().query<{ indexdef: string }>(
+          'SELECT indexdef FROM pg_indexes WHERE indexname = $1',
+          [auxiliaryName(store.collectionName, 'h')],
+        );
+        expect(idx.rows[0]?.indexdef).toMatch(/USING hnsw \(embedding vector_l2_ops\)/);
+        expect(logs.some((m) => m.includes('HNSW index built'))).toBe(true);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('does not build an index below annMinRows', async () => {
+      // Prepare
+      const store = await create({ annMinRows: 100 });
+      try {
+        await store.addChunks(BM25_CORPUS);
+        // Act
+        await store.search('protein', { k: 2 });
+        // Assess
+        expect((await store.stats()).annIndex).toBe(false);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('scans exactly above 2000 dimensions and warns once', async () => {
+      // Prepare
+      const logs: string[] = [];
+      const store = await create({
+        annMinRows: 0,
+        embedder: createHashEmbedder({ dimension: 2001 }),
+        logger: (m) => logs.push(m),
+      });
+      try {
+        await store.addChunks(BM25_CORPUS.slice(0, 3));
+        // Act
+        const first = await store.search(BM25_CORPUS[1]?.text ?? '', { k: 1 });
+        await store.search('protein', { k: 1 });
+        // Assess
+        expect(first[0]?.id).toBe('k1#2');
+        expect((await store.stats()).annIndex).toBe(false);
+        expect(logs.filter((m) => m.includes('exact scan'))).toHaveLength(1);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuses to reopen a collection with another distance metric', async () => {
+      // Prepare
+      const first = await create({ distance: 'cosine' });
+      await first.close();
+      // Act
+      const act = create({ collectionName: first.collectionName, distance: 'inner_product' });
+      // Assess
+      await expect(act).rejects.toThrow(
+        `collection ${first.collectionName} uses distance cosine, not inner_product`,
+      );
+    });
+
+    it('wraps SQL failures in VectorStoreError without SQL text or values', async () => {
+      // Prepare
+      const store = await create();
+      await store.addChunks(BM25_CORPUS.slice(0, 2));
+      await getClient().query(`DROP TABLE "${store.collectionName}"`);
+      try {
+        // Act
+        const error = await store
+          .getChunksBySequence('secret-doc-id', 1, 2)
+          .catch((e: unknown) => e as Error);
+        // Assess
+        expect(error).toBeInstanceOf(VectorStoreError);
+        expect((error as Error).message).toBe(
+          `read chunks failed on collection ${store.collectionName} (SQLSTATE 42P01)`,
+        );
+        expect((error as Error).cause).toBeInstanceOf(Error);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('rejects vectors of the wrong dimension', async () => {
+      // Prepare
+      const store = await create();
+      try {
+        // Act
+        const act = store.upsert([{ chunk: makeChunk('x', 1, 'x'), vector: [1, 2, 3] }]);
+        // Assess
+        await expect(act).rejects.toThrow('vector must hold 8 finite numbers (got 3)');
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}

@@ -6,7 +6,9 @@ import { DEFAULT_DATA_DIR, ENV, OPENAI_CONNECTION } from '../../shared/src/confi
 import {
   DEFAULT_CHUNKING,
   DEFAULT_COLLECTION,
-  DEFAULT_RETRIEVAL,
+  defaultRetrievalFor,
+  LEXICAL_RETRIEVAL,
+  SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
 import { loadDocuments } from '../../shared/src/documents/index.js';
 import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
@@ -68,10 +70,12 @@ Indexing options (ingest, eval-retrieval):
 
 Retrieval options (search, eval-retrieval):
   --k N                    chunks to return (search; default 5)
-  --search-mode vector|hybrid   (default ${DEFAULT_RETRIEVAL.searchMode})
-  --ranker-strategy rrf|weighted|normalized   hybrid fusion (default ${DEFAULT_RETRIEVAL.rankerStrategy})
-  --ranker-k N             RRF k (default ${DEFAULT_RETRIEVAL.rankerK})
-  --ranker-alpha X         weighted: dense weight in [0,1) (default 0.5)
+  --search-mode vector|hybrid   (default hybrid)
+  --ranker-strategy rrf|weighted|normalized   hybrid fusion; default: ${LEXICAL_RETRIEVAL.rankerStrategy} with
+                           the local embedder (BM25 leads), ${SEMANTIC_RETRIEVAL.rankerStrategy} with a semantic model
+  --ranker-k N             RRF k (default ${SEMANTIC_RETRIEVAL.rankerK})
+  --ranker-alpha X         weighted: dense weight in [0,1) (default ${LEXICAL_RETRIEVAL.rankerAlpha} with the local
+                           embedder, else 0.5)
   --retrieval-method simple|window, --window-size N   expand hits with neighbouring chunks
 
 eval-retrieval:
@@ -177,12 +181,8 @@ function chunkingFrom(p: Parsed): ChunkingOptions {
 }
 
 function retrievalFrom(p: Parsed, numberOfChunks: number): RetrieverOptions {
-  const searchMode = oneOf<SearchMode>(
-    p,
-    'search-mode',
-    ['vector', 'hybrid'],
-    DEFAULT_RETRIEVAL.searchMode,
-  );
+  const defaults = defaultRetrievalFor(str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL);
+  const searchMode = oneOf<SearchMode>(p, 'search-mode', ['vector', 'hybrid'], defaults.searchMode);
   const method = oneOf<RetrievalMethod>(p, 'retrieval-method', ['simple', 'window'], 'simple');
   const windowSize = int(p, 'window-size', method === 'window' ? 1 : 0);
   if (searchMode === 'vector') {
@@ -196,11 +196,13 @@ function retrievalFrom(p: Parsed, numberOfChunks: number): RetrieverOptions {
     p,
     'ranker-strategy',
     ['rrf', 'weighted', 'normalized'],
-    DEFAULT_RETRIEVAL.rankerStrategy,
+    defaults.rankerStrategy,
   );
   const rankerK =
-    optInt(p, 'ranker-k') ?? (rankerStrategy === 'rrf' ? DEFAULT_RETRIEVAL.rankerK : 0);
-  const rankerAlpha = optNum(p, 'ranker-alpha') ?? (rankerStrategy === 'weighted' ? 0.5 : 1);
+    optInt(p, 'ranker-k') ?? (rankerStrategy === 'rrf' ? SEMANTIC_RETRIEVAL.rankerK : 0);
+  const defaultAlpha = defaults.rankerStrategy === 'weighted' ? defaults.rankerAlpha : 0.5;
+  const rankerAlpha =
+    optNum(p, 'ranker-alpha') ?? (rankerStrategy === 'weighted' ? defaultAlpha : 1);
   return { numberOfChunks, method, windowSize, searchMode, rankerStrategy, rankerK, rankerAlpha };
 }
 

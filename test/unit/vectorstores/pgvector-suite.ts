@@ -12,8 +12,9 @@ import type { SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 import { makeChunk } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
 
-const K1 = 0.9;
-const B = 0.4;
+// The store's documented defaults (Lucene's), written out so a changed default fails here.
+const K1 = 1.2;
+const B = 0.75;
 
 /** Plain-TS Okapi BM25 over analyzed terms (strings, no hashing), best first. */
 function referenceBm25(

@@ -46,29 +46,26 @@ interface Recorded {
   params: unknown[] | undefined;
 }
 
-/** Wraps a SqlClient and records every statement while `recording` is on (inside transactions too). */
-function recording(inner: SqlClient): SqlClient & { log: Recorded[]; on: boolean } {
-  const state = { log: [] as Recorded[], on: false };
-  const wrap = (c: SqlClient): SqlClient => ({
+interface RecordingClient extends SqlClient {
+  /** Statements issued while `on` is true. */
+  readonly log: Recorded[];
+  on: boolean;
+}
+
+/** Wraps a SqlClient and records every statement while `on` is true (inside transactions too). */
+function recording(inner: SqlClient): RecordingClient {
+  const log: Recorded[] = [];
+  const wrap = (c: SqlClient, rec: { on: boolean }): SqlClient => ({
     dialect: c.dialect,
     async query<R>(text: string, params?: unknown[]) {
-      if (state.on) state.log.push({ text, params });
+      if (rec.on) log.push({ text, params });
       return c.query<R>(text, params);
     },
-    transaction: <T>(fn: (tx: SqlClient) => Promise<T>) => c.transaction((tx) => fn(wrap(tx))),
+    transaction: <T>(fn: (tx: SqlClient) => Promise<T>) => c.transaction((tx) => fn(wrap(tx, rec))),
     close: () => c.close(),
   });
-  return Object.assign(wrap(inner), state, {
-    get log() {
-      return state.log;
-    },
-    get on() {
-      return state.on;
-    },
-    set on(v: boolean) {
-      state.on = v;
-    },
-  });
+  const client = { log, on: false } as RecordingClient;
+  return Object.assign(client, wrap(inner, client));
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -149,7 +146,7 @@ async function timeIngest(
 
 async function timeSearch(
   store: PgVectorStore,
-  rec: ReturnType<typeof recording>,
+  rec: RecordingClient,
   queries: string[],
   params: SearchParams,
 ) {

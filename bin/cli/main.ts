@@ -23,6 +23,7 @@ import {
   type RetrieverOptions,
 } from '../../shared/src/retrieval/retriever.js';
 import { openStore, STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
+import { bestSnippet } from '../../shared/src/text/snippet.js';
 import type {
   RankerStrategy,
   SearchMode,
@@ -319,13 +320,12 @@ async function cmdIngest(p: Parsed, io: Io): Promise<number> {
   });
 }
 
-function renderHits(hits: Awaited<ReturnType<Retriever['retrieve']>>, io: Io): void {
+function renderHits(hits: Awaited<ReturnType<Retriever['retrieve']>>, query: string, io: Io): void {
   hits.forEach((h, i) => {
     const where = `${h.metadata.document_id} #${h.metadata.sequence_number}`;
     const heading = typeof h.metadata.headings === 'string' ? ` (${h.metadata.headings})` : '';
     io.out(`${i + 1}. ${where}${heading}  score ${h.score?.toFixed(4) ?? '-'}`);
-    const snippet = h.text.replace(/\s+/g, ' ').trim();
-    io.out(`   ${snippet.length > 240 ? `${snippet.slice(0, 237)}...` : snippet}`);
+    io.out(`   ${bestSnippet(h.text, query)}`);
   });
 }
 
@@ -343,7 +343,7 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
         `no results in ${session.store.collectionName} (is it empty? run "ai4rag ingest <path>" first)`,
       );
     } else {
-      renderHits(hits, io);
+      renderHits(hits, query, io);
     }
     return 0;
   });
@@ -450,7 +450,7 @@ async function cmdDemo(p: Parsed, io: Io): Promise<number> {
       const retriever = new Retriever(session.store, retrievalFrom(p, 3));
       for (const q of DEMO_QUERIES) {
         io.out(`\nQ: ${q}`);
-        renderHits(await retriever.retrieve(q), io);
+        renderHits(await retriever.retrieve(q), q, io);
       }
       io.out('\nTry your own: npx ai4rag search "<question>" --collection ai4rag_examples');
       return 0;

@@ -1,6 +1,7 @@
 import type { AI4RAGChunk } from '../../shared/src/chunking/types.js';
 import type {
   CollectionStats,
+  DocumentCommit,
   DocumentRecord,
   EmbeddedChunk,
   MetadataFilter,
@@ -84,6 +85,24 @@ export class MemoryStore implements VectorStore {
 
   async putDocument(record: DocumentRecord): Promise<void> {
     this.documents.set(record.documentId, record);
+  }
+
+  async commitDocuments(entries: DocumentCommit[]): Promise<number> {
+    let n = 0;
+    for (const { record, keepIds } of entries) {
+      n += await this.deleteByDocument(record.documentId, { keepIds });
+      this.documents.set(record.documentId, record);
+    }
+    return n;
+  }
+
+  async getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>> {
+    const out = new Map<string, DocumentRecord>();
+    for (const id of documentIds) {
+      const record = this.documents.get(id);
+      if (record) out.set(id, record);
+    }
+    return out;
   }
 
   async getDocument(documentId: string): Promise<DocumentRecord | undefined> {

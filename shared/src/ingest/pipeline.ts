@@ -1,9 +1,12 @@
 import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import type { LoadedDocument } from '../documents/types.js';
-import type { VectorStore } from '../vectorstores/types.js';
+import type { DocumentRecord, VectorStore } from '../vectorstores/types.js';
 
 /** Upper bound of chunks embedded and upserted together (the embedder's per-call limit). */
 export const INGEST_BATCH_CHUNKS = 1024;
+
+/** Document records looked up per query when checking what changed. */
+const PREFETCH_DOCUMENTS = 1000;
 
 /** Progress of an ingestion, reported after each batch. */
 export interface IngestProgress {
@@ -45,7 +48,8 @@ export function indexingKey(chunking: ChunkingOptions): string {
 /**
  * Indexes documents into a store and keeps it in sync: a document whose content hash and indexing settings are
  * unchanged is skipped (no embedding work); a changed one gets its new chunks upserted first, then its stale
- * chunks removed, then its record written — so a crash part-way leaves the old record and the next run redoes it.
+ * chunks removed and its record written in one transaction (`commitDocuments`) — so a crash part-way leaves the
+ * old record and the next run redoes it.
  * Chunks of several documents share embedding batches of up to {@link INGEST_BATCH_CHUNKS}.
  * @example
  * const summary = await ingestDocuments(docs, { store, chunking, chunk: (d) => chunker.chunk(d) });
@@ -91,23 +95,34 @@ export async function ingestDocuments(
       options.onProgress?.({ ...progress });
       return;
     }
-    for (const { doc, chunks } of batch) {
-      await store.deleteByDocument(doc.key, { keepIds: chunks.map((c) => c.id) });
-      await store.putDocument({
+    const updatedAt = new Date().toISOString();
+    const commits = batch.map(({ doc, chunks }) => ({
+      record: {
         documentId: doc.key,
         contentHash: doc.contentHash,
         chunkCount: chunks.length,
-        updatedAt: new Date().toISOString(),
+        updatedAt,
         metadata: { indexing: key, format: doc.format, ...(doc.title && { title: doc.title }) },
-      });
+      },
+      keepIds: chunks.map((c) => c.id),
+    }));
+    await store.commitDocuments(commits);
+    for (const { doc, chunks } of batch) {
       results.push({ documentId: doc.key, status: 'indexed', chunks: chunks.length });
       progress.documentsDone += 1;
     }
     options.onProgress?.({ ...progress });
   };
 
+  // Known documents, fetched in bulk (one query per PREFETCH_DOCUMENTS keys, not one per document).
+  const known = new Map<string, DocumentRecord>();
+  for (let i = 0; i < docs.length; i += PREFETCH_DOCUMENTS) {
+    const keys = docs.slice(i, i + PREFETCH_DOCUMENTS).map((d) => d.key);
+    for (const [id, record] of await store.getDocuments(keys)) known.set(id, record);
+  }
+
   for (const doc of docs) {
-    const existing = await store.getDocument(doc.key);
+    const existing = known.get(doc.key);
     if (
       existing &&
       existing.contentHash === doc.contentHash &&

@@ -16,7 +16,24 @@ export const STOPWORDS: ReadonlySet<string> = new Set(
 );
 
 const SPLIT = /[^\p{L}\p{N}]+/u;
+const ASCII_SPLIT = /[^a-z0-9]+/;
 const DIACRITICS = /\p{M}+/gu;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range test needs \x00.
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** Stems of recently seen words; bounded so memory stays flat on large corpora (cleared when full). */
+const STEM_CACHE = new Map<string, string>();
+const STEM_CACHE_MAX = 100_000;
+
+function stem(word: string): string {
+  let s = STEM_CACHE.get(word);
+  if (s === undefined) {
+    s = stemmer(word);
+    if (STEM_CACHE.size >= STEM_CACHE_MAX) STEM_CACHE.clear();
+    STEM_CACHE.set(word, s);
+  }
+  return s;
+}
 
 /**
  * Normalizes and splits text into lowercase word tokens: Unicode NFKD with diacritics removed, split on anything
@@ -25,7 +42,11 @@ const DIACRITICS = /\p{M}+/gu;
  */
 export function words(text: string): string[] {
   const out: string[] = [];
-  for (const token of text.normalize('NFKD').replace(DIACRITICS, '').toLowerCase().split(SPLIT)) {
+  // ASCII text needs no Unicode normalization; the fast path gives the same tokens.
+  const tokens = NON_ASCII.test(text)
+    ? text.normalize('NFKD').replace(DIACRITICS, '').toLowerCase().split(SPLIT)
+    : text.toLowerCase().split(ASCII_SPLIT);
+  for (const token of tokens) {
     if (token.length > 0) out.push(token);
   }
   return out;
@@ -40,7 +61,7 @@ export function analyze(text: string): string[] {
   const out: string[] = [];
   for (const w of words(text)) {
     if (STOPWORDS.has(w)) continue;
-    out.push(w.length > 2 && !/\d/.test(w) ? stemmer(w) : w);
+    out.push(w.length > 2 && !/\d/.test(w) ? stem(w) : w);
   }
   return out;
 }

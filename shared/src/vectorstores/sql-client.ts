@@ -17,6 +17,32 @@ export interface SqlClient {
   transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T>;
   close(): Promise<void>;
   readonly dialect: 'pglite' | 'postgres';
+  /**
+   * Optional bulk load: `COPY table (columns) FROM` text-format rows (tab-separated, `\N` for NULL, escaped
+   * with {@link copyText}). Identifiers must already be validated and quoted. Returns the rows loaded.
+   * Offered where it beats a multi-row INSERT (PGlite: the array parameters of an INSERT are serialized and
+   * parsed twice).
+   */
+  copyFrom?(table: string, columns: readonly string[], rows: string): Promise<number>;
+}
+
+/** Escapes a value for PostgreSQL's COPY text format. */
+export function copyText(value: string): string {
+  return value.replace(/[\\\t\n\r]/g, (c) =>
+    c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r',
+  );
+}
+
+async function pgliteCopy(
+  db: { query: PGlite['query'] },
+  table: string,
+  columns: readonly string[],
+  rows: string,
+): Promise<number> {
+  const res = await db.query(`COPY ${table} (${columns.join(', ')}) FROM '/dev/blob'`, [], {
+    blob: new Blob([rows]),
+  });
+  return res.affectedRows ?? 0;
 }
 
 /**
@@ -76,6 +102,7 @@ export function fromPgPool(pool: pg.Pool, options: { ownsPool?: boolean } = {}):
 function fromPgliteTx(tx: Transaction): SqlClient {
   return {
     dialect: 'pglite',
+    copyFrom: (table, columns, rows) => pgliteCopy(tx, table, columns, rows),
     async query<R>(text: string, params?: unknown[]) {
       const res = await tx.query<R>(text, params);
       return { rows: res.rows };
@@ -97,6 +124,7 @@ export function fromPglite(
 ): SqlClient {
   return {
     dialect: 'pglite',
+    copyFrom: (table, columns, rows) => pgliteCopy(db, table, columns, rows),
     async query<R>(text: string, params?: unknown[]) {
       const res = await db.query<R>(text, params);
       return { rows: res.rows };

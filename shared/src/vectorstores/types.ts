@@ -50,6 +50,12 @@ export interface DocumentRecord {
   metadata?: Record<string, unknown>;
 }
 
+/** A document whose new chunks are stored: its record, and the ids of the chunks that make it up now. */
+export interface DocumentCommit {
+  record: DocumentRecord;
+  keepIds: string[];
+}
+
 export interface CollectionStats {
   collection: string;
   documents: number;
@@ -77,7 +83,14 @@ export interface VectorStore {
   deleteByDocument(documentId: string, options?: { keepIds?: string[] }): Promise<number>;
   deleteByFilter(filter: MetadataFilter): Promise<number>;
   putDocument(record: DocumentRecord): Promise<void>;
+  /**
+   * Finishes the ingestion of several documents whose new chunks are already upserted: deletes each document's
+   * chunks that are not in its `keepIds` and writes its record, atomically. Returns the chunks deleted.
+   */
+  commitDocuments(entries: DocumentCommit[]): Promise<number>;
   getDocument(documentId: string): Promise<DocumentRecord | undefined>;
+  /** Records of several documents, keyed by id (unknown ids are absent). */
+  getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>>;
   listDocuments(): Promise<DocumentRecord[]>;
   stats(): Promise<CollectionStats>;
   close(): Promise<void>;

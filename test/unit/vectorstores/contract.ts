@@ -353,6 +353,39 @@ export function runVectorStoreContract(
       expect(ids(hits).some((id) => id.startsWith('d2#'))).toBe(false);
     });
 
+    it('commits several documents at once: stale chunks removed, records written', async () => {
+      // Prepare: d1 and d2 stored; their new versions keep d1#1 and d2#2 only
+      const store = await open();
+      await store.addChunks(CORPUS);
+      const record = (documentId: string, chunkCount: number) => ({
+        documentId,
+        contentHash: `hash-${documentId}`,
+        chunkCount,
+        updatedAt: '2026-05-06T07:08:09.000Z',
+        metadata: { indexing: 'recursive:512:64' },
+      });
+      // Act
+      const deleted = await store.commitDocuments([
+        { record: record('d1', 1), keepIds: ['d1#1'] },
+        { record: record('d2', 1), keepIds: ['d2#2'] },
+      ]);
+      // Assess
+      expect(deleted).toBe(3);
+      expect(ids(await store.getChunksBySequence('d1', 1, 9))).toEqual(['d1#1']);
+      expect(ids(await store.getChunksBySequence('d2', 1, 9))).toEqual(['d2#2']);
+      const records = await store.getDocuments(['d2', 'd1', 'missing']);
+      expect([...records.keys()].sort()).toEqual(['d1', 'd2']);
+      expect(records.get('d1')).toEqual(record('d1', 1));
+      expect((await store.stats()).chunks).toBe(3);
+      expect(await store.commitDocuments([])).toBe(0);
+      await expect(
+        store.commitDocuments([
+          { record: record('d1', 1), keepIds: [] },
+          { record: record('d1', 1), keepIds: [] },
+        ]),
+      ).rejects.toThrow(/twice/);
+    });
+
     it('deletes by a non-empty metadata filter', async () => {
       // Prepare
       const store = await open();

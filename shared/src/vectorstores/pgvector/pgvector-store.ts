@@ -7,10 +7,11 @@ import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
 import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
 import { validateMetadataFilter } from '../filter.js';
 import { auxiliaryName, quoteIdent, resolveCollectionName } from '../naming.js';
-import type { SqlClient } from '../sql-client.js';
+import { copyText, type SqlClient } from '../sql-client.js';
 import type {
   CollectionStats,
   DistanceMetric,
+  DocumentCommit,
   DocumentRecord,
   EmbeddedChunk,
   MetadataFilter,
@@ -122,8 +123,56 @@ interface DocRow {
   metadata: Record<string, unknown> | null;
 }
 
-function vectorLiteral(v: readonly number[]): string {
-  return `[${v.join(',')}]`;
+/**
+ * Vector literal with components rounded to 1e-7 when |x| ≥ 1e-3 (embedding components; the cosine or
+ * distance changes by well under 1e-6) and kept as float4 otherwise. The literal is half the length of
+ * JavaScript's full double repr, which PGlite's WebAssembly parser reads measurably faster (bench/run.ts).
+ */
+export function vectorLiteral(v: readonly number[]): string {
+  return `[${v.map((x) => (Math.abs(x) >= 1e-3 ? Math.round(x * 1e7) / 1e7 : Math.fround(x))).join(',')}]`;
+}
+
+const COPY_COLUMNS = [
+  'id',
+  'document_id',
+  'sequence_number',
+  'content',
+  'metadata',
+  'embedding',
+  'bm25',
+  'token_count',
+] as const;
+
+/** COPY text-format lines, in {@link COPY_COLUMNS} order. */
+function copyRows(
+  rows: readonly {
+    id: string;
+    doc: string;
+    seq: number;
+    content: string;
+    meta: string;
+    emb: string;
+    bm: string;
+    tc: number;
+  }[],
+): string {
+  let out = '';
+  for (const r of rows) {
+    out += `${copyText(r.id)}\t${copyText(r.doc)}\t${r.seq}\t${copyText(r.content)}\t${copyText(r.meta)}\t${r.emb}\t${r.bm}\t${r.tc}\n`;
+  }
+  return out;
+}
+
+/** @throws {VectorStoreError} for a record that cannot be stored. */
+function checkDocumentRecord(record: DocumentRecord): void {
+  if (typeof record.documentId !== 'string' || record.documentId.length === 0) {
+    throw new VectorStoreError('documentId must be a non-empty string');
+  }
+  if (!Number.isInteger(record.chunkCount) || Number.isNaN(Date.parse(record.updatedAt))) {
+    throw new VectorStoreError(
+      `document ${record.documentId}: chunkCount must be an integer and updatedAt an ISO timestamp`,
+    );
+  }
 }
 
 function sqlState(error: unknown): string | undefined {
@@ -506,25 +555,49 @@ export class PgVectorStore implements VectorStore {
         : total > 0 && n > 0
           ? total / n
           : 1;
-    await tx.query(
-      `INSERT INTO ${this.table} (id, document_id, sequence_number, content, metadata, embedding, bm25, token_count)
-       SELECT u.id, u.doc, u.seq, u.content, u.meta::jsonb, u.emb::vector, u.bm::sparsevec, u.tc
-       FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int4[])
-         AS u(id, doc, seq, content, meta, emb, bm, tc)
-       ON CONFLICT (id) DO UPDATE SET document_id = EXCLUDED.document_id,
-         sequence_number = EXCLUDED.sequence_number, content = EXCLUDED.content, metadata = EXCLUDED.metadata,
-         embedding = EXCLUDED.embedding, bm25 = EXCLUDED.bm25, token_count = EXCLUDED.token_count`,
-      [
-        ids,
-        batch.map((r) => r.chunk.metadata.document_id),
-        batch.map((r) => r.chunk.metadata.sequence_number),
-        batch.map((r) => r.chunk.text),
-        batch.map((r) => JSON.stringify(r.chunk.metadata)),
-        batch.map((r) => vectorLiteral(r.vector)),
-        analyzed.map((a) => sparseLiteral(bm25DocWeights(a.tf, a.dl, avgdl, this.k1, this.b))),
-        analyzed.map((a) => a.dl),
-      ],
-    );
+    const rows = batch.map((r, i) => {
+      const a = analyzed[i] as { tf: Map<number, number>; dl: number };
+      return {
+        id: r.chunk.id,
+        doc: r.chunk.metadata.document_id,
+        seq: r.chunk.metadata.sequence_number,
+        content: r.chunk.text,
+        meta: JSON.stringify(r.chunk.metadata),
+        emb: vectorLiteral(r.vector),
+        bm: sparseLiteral(bm25DocWeights(a.tf, a.dl, avgdl, this.k1, this.b)),
+        tc: a.dl,
+        isNew: !old.has(r.chunk.id),
+      };
+    });
+    // New rows go through COPY where the client offers it (PGlite: ~20 % faster than the INSERT below);
+    // rows that exist are updated in place. The registry lock taken above serializes writers, so no other
+    // writer can insert one of these ids in between.
+    const copied = tx.copyFrom ? rows.filter((r) => r.isNew) : [];
+    if (copied.length > 0 && tx.copyFrom) {
+      await tx.copyFrom(this.table, COPY_COLUMNS, copyRows(copied));
+    }
+    const inserted = copied.length > 0 ? rows.filter((r) => !r.isNew) : rows;
+    if (inserted.length > 0) {
+      await tx.query(
+        `INSERT INTO ${this.table} (id, document_id, sequence_number, content, metadata, embedding, bm25, token_count)
+         SELECT u.id, u.doc, u.seq, u.content, u.meta::jsonb, u.emb::vector, u.bm::sparsevec, u.tc
+         FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int4[])
+           AS u(id, doc, seq, content, meta, emb, bm, tc)
+         ON CONFLICT (id) DO UPDATE SET document_id = EXCLUDED.document_id,
+           sequence_number = EXCLUDED.sequence_number, content = EXCLUDED.content, metadata = EXCLUDED.metadata,
+           embedding = EXCLUDED.embedding, bm25 = EXCLUDED.bm25, token_count = EXCLUDED.token_count`,
+        [
+          inserted.map((r) => r.id),
+          inserted.map((r) => r.doc),
+          inserted.map((r) => r.seq),
+          inserted.map((r) => r.content),
+          inserted.map((r) => r.meta),
+          inserted.map((r) => r.emb),
+          inserted.map((r) => r.bm),
+          inserted.map((r) => r.tc),
+        ],
+      );
+    }
     await this.applyDf(tx, dfDelta);
     await tx.query(
       `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3, bm25_avgdl_weighted = $4 WHERE name = $1`,
@@ -895,29 +968,65 @@ export class PgVectorStore implements VectorStore {
   /** Creates or replaces a document record. */
   async putDocument(record: DocumentRecord): Promise<void> {
     this.assertOpen();
-    if (typeof record.documentId !== 'string' || record.documentId.length === 0) {
-      throw new VectorStoreError('documentId must be a non-empty string');
+    checkDocumentRecord(record);
+    await this.run('put document', () => this.writeDocuments(this.client, [record]));
+  }
+
+  /** Multi-row upsert of document records (one statement). */
+  private async writeDocuments(c: SqlClient, records: readonly DocumentRecord[]): Promise<void> {
+    await c.query(
+      `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata)
+       SELECT u.id, u.hash, u.n, u.at::timestamptz, u.meta::jsonb
+       FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[]) AS u(id, hash, n, at, meta)
+       ON CONFLICT (document_id) DO UPDATE SET content_hash = EXCLUDED.content_hash,
+         chunk_count = EXCLUDED.chunk_count, updated_at = EXCLUDED.updated_at, metadata = EXCLUDED.metadata`,
+      [
+        records.map((r) => r.documentId),
+        records.map((r) => r.contentHash),
+        records.map((r) => r.chunkCount),
+        records.map((r) => r.updatedAt),
+        records.map((r) => (r.metadata === undefined ? null : JSON.stringify(r.metadata))),
+      ],
+    );
+  }
+
+  /**
+   * Deletes the stale chunks of several documents (those not in their `keepIds`) and writes their records, in
+   * one transaction with two statements — the batched form of `deleteByDocument(id, { keepIds })` +
+   * `putDocument`, which ingestion calls once per embedding batch instead of twice per document.
+   */
+  async commitDocuments(entries: DocumentCommit[]): Promise<number> {
+    this.assertOpen();
+    if (entries.length === 0) return 0;
+    const ids = new Set<string>();
+    for (const e of entries) {
+      checkDocumentRecord(e.record);
+      if (ids.has(e.record.documentId)) {
+        throw new VectorStoreError(`document ${e.record.documentId} appears twice in one commit`);
+      }
+      ids.add(e.record.documentId);
     }
-    if (!Number.isInteger(record.chunkCount) || Number.isNaN(Date.parse(record.updatedAt))) {
-      throw new VectorStoreError(
-        `document ${record.documentId}: chunkCount must be an integer and updatedAt an ISO timestamp`,
-      );
-    }
-    await this.run('put document', () =>
-      this.client.query(
-        `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata)
-         VALUES ($1, $2, $3, $4::timestamptz, $5::text::jsonb)
-         ON CONFLICT (document_id) DO UPDATE SET content_hash = EXCLUDED.content_hash,
-           chunk_count = EXCLUDED.chunk_count, updated_at = EXCLUDED.updated_at, metadata = EXCLUDED.metadata`,
-        [
-          record.documentId,
-          record.contentHash,
-          record.chunkCount,
-          record.updatedAt,
-          record.metadata === undefined ? null : JSON.stringify(record.metadata),
-        ],
+    return this.deleteWhere(
+      'document_id = ANY($1::text[]) AND NOT (id = ANY($2::text[]))',
+      [[...ids], entries.flatMap((e) => e.keepIds)],
+      (tx) =>
+        this.writeDocuments(
+          tx,
+          entries.map((e) => e.record),
+        ),
+    );
+  }
+
+  async getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>> {
+    this.assertOpen();
+    const res = await this.run('get documents', () =>
+      this.client.query<DocRow>(
+        `SELECT document_id, content_hash, chunk_count, updated_at, metadata FROM ${this.docTable}
+         WHERE document_id = ANY($1::text[])`,
+        [documentIds],
       ),
     );
+    return new Map(res.rows.map((row) => [row.document_id, toDocumentRecord(row)]));
   }
 
   async getDocument(documentId: string): Promise<DocumentRecord | undefined> {

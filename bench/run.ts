@@ -103,7 +103,13 @@ async function loadCorpus(): Promise<{ name: string; docs: LoadedDocument[]; que
 interface Target {
   label: string;
   open: () => Promise<SqlClient>;
-  copyRows: (client: SqlClient, from: string, to: string) => Promise<number>;
+  /** Copies every row of `from` into `to` with one COPY; returns the rows loaded and the COPY FROM time. */
+  copyRows: (
+    client: SqlClient,
+    from: string,
+    to: string,
+    format: 'binary' | 'text',
+  ) => Promise<{ rows: number; seconds: number }>;
 }
 
 async function timeIngest(
@@ -125,19 +131,33 @@ async function timeIngest(
     });
     const ours = (performance.now() - t0) / 1000;
 
-    // Floor: the same embedding work (same batches) + one COPY of the same rows into a same-definition table.
+    // The first keyword search folds the deferred document-frequency log (see PgVectorStore.logDf): timed
+    // and reported, so no ingestion cost is hidden in it.
+    const t3 = performance.now();
+    await store.search('first query after ingestion', {
+      k: 10,
+      searchMode: 'hybrid',
+      rankerStrategy: 'rrf',
+    });
+    const firstSearchMs = performance.now() - t3;
+
+    // Floor: the same embedding work (same batches) + ONE COPY of the very rows our store wrote, into a table
+    // of the same definition; binary COPY (the fastest load) is the floor, text COPY is shown for reference.
     const texts = [...chunks.values()].flat().map((c) => c.text);
     const t1 = performance.now();
     for (let i = 0; i < texts.length; i += 1024)
       await embedder.embedDocuments(texts.slice(i, i + 1024));
     const embedSeconds = (performance.now() - t1) / 1000;
-    await client.query(`CREATE TABLE ${name}_floor (LIKE ${name} INCLUDING ALL)`);
-    const t2 = performance.now();
-    const copied = await target.copyRows(client, name, `${name}_floor`);
-    const copySeconds = (performance.now() - t2) / 1000;
-    if (copied !== total) throw new Error(`floor copied ${copied} rows, expected ${total}`);
-    const floor = embedSeconds + copySeconds;
-    return { store, client, name, total, ours, floor, embedSeconds, copySeconds };
+    const copy: Record<'binary' | 'text', number> = { binary: 0, text: 0 };
+    for (const format of ['binary', 'text'] as const) {
+      await client.query(`CREATE TABLE ${name}_floor (LIKE ${name} INCLUDING ALL)`);
+      const loaded = await target.copyRows(client, name, `${name}_floor`, format);
+      if (loaded.rows !== total)
+        throw new Error(`floor copied ${loaded.rows} rows, expected ${total}`);
+      copy[format] = loaded.seconds;
+      await client.query(`DROP TABLE ${name}_floor`);
+    }
+    return { store, client, name, total, ours, embedSeconds, copy, firstSearchMs };
   } catch (error) {
     await client.close();
     throw error;
@@ -231,11 +251,14 @@ async function main(): Promise<void> {
   const pglite: Target = {
     label: 'PGlite (in-process)',
     open: () => openPglite({}),
-    copyRows: async (client, from, to) => {
+    copyRows: async (client, from, to, format) => {
       const db = (client as Awaited<ReturnType<typeof openPglite>>).db;
-      const out = await db.query(`COPY ${from} TO '/dev/blob'`);
-      const res = await db.query(`COPY ${to} FROM '/dev/blob'`, [], { blob: out.blob as Blob });
-      return res.affectedRows ?? 0;
+      const out = await db.query(`COPY ${from} TO '/dev/blob' WITH (FORMAT ${format})`);
+      const t0 = performance.now();
+      const res = await db.query(`COPY ${to} FROM '/dev/blob' WITH (FORMAT ${format})`, [], {
+        blob: out.blob as Blob,
+      });
+      return { rows: res.affectedRows ?? 0, seconds: (performance.now() - t0) / 1000 };
     },
   };
   const server = startPostgres();
@@ -257,16 +280,17 @@ async function main(): Promise<void> {
         pools.push(pool);
         return fromPgPool(pool, { ownsPool: true });
       },
-      copyRows: async (_client, from, to) => {
+      copyRows: async (_client, from, to, format) => {
         const pool = pools.at(-1) as pg.Pool;
         const c = await pool.connect();
         try {
           const chunksOut: Buffer[] = [];
-          const source = c.query(copyTo(`COPY ${from} TO STDOUT`));
+          const source = c.query(copyTo(`COPY ${from} TO STDOUT WITH (FORMAT ${format})`));
           for await (const b of source) chunksOut.push(b as Buffer);
-          const ingest = c.query(copyFrom(`COPY ${to} FROM STDIN`));
+          const t0 = performance.now();
+          const ingest = c.query(copyFrom(`COPY ${to} FROM STDIN WITH (FORMAT ${format})`));
           await pipeline(Readable.from(chunksOut), ingest);
-          return Number(ingest.rowCount);
+          return { rows: Number(ingest.rowCount), seconds: (performance.now() - t0) / 1000 };
         } finally {
           c.release();
         }
@@ -283,11 +307,13 @@ async function main(): Promise<void> {
     for (const target of targets) {
       const ingest = await timeIngest(target, embedder, corpus.docs, chunks);
       const oursRate = ingest.total / ingest.ours;
-      const floorRate = ingest.total / ingest.floor;
+      const floorRate = ingest.total / (ingest.embedSeconds + ingest.copy.binary);
+      const textRate = ingest.total / (ingest.embedSeconds + ingest.copy.text);
       rows.push(
-        `ingest  ${target.label.padEnd(28)} ours ${fmt(oursRate, 0).padStart(7)} chunks/s | floor ${fmt(floorRate, 0).padStart(7)} chunks/s (embed ${fmt(ingest.embedSeconds)}s + COPY ${fmt(ingest.copySeconds)}s) | ratio ${fmt(oursRate / floorRate)} (target >= 0.7)`,
+        `ingest  ${target.label.padEnd(28)} ours ${fmt(oursRate, 0).padStart(7)} chunks/s | floor ${fmt(floorRate, 0).padStart(7)} chunks/s (embed ${fmt(ingest.embedSeconds)}s + binary COPY ${fmt(ingest.copy.binary)}s) | ratio ${fmt(oursRate / floorRate)} (target >= 0.7)`,
+        `        ${''.padEnd(28)} vs a text-COPY floor ${fmt(textRate, 0)} chunks/s: ratio ${fmt(oursRate / textRate)}; first keyword search after ingestion ${fmt(ingest.firstSearchMs, 1)} ms (folds deferred BM25 statistics)`,
       );
-      console.log(rows.at(-1));
+      console.log(rows.slice(-2).join('\n'));
       await ingest.client.query(`DROP TABLE IF EXISTS ${ingest.name}_floor`);
       await ingest.store.close();
 

@@ -21,19 +21,29 @@ const DIACRITICS = /\p{M}+/gu;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range test needs \x00.
 const NON_ASCII = /[^\x00-\x7f]/;
 
-/** Stems of recently seen words; bounded so memory stays flat on large corpora (cleared when full). */
-const STEM_CACHE = new Map<string, string>();
-const STEM_CACHE_MAX = 100_000;
+/**
+ * Analyzed form of recently seen words (`null` for a stopword); bounded so memory stays flat on large corpora
+ * (cleared when full). Results never depend on the cache's state.
+ */
+const TOKEN_CACHE = new Map<string, string | null>();
+const TOKEN_CACHE_MAX = 200_000;
 
-function stem(word: string): string {
-  let s = STEM_CACHE.get(word);
-  if (s === undefined) {
-    s = stemmer(word);
-    if (STEM_CACHE.size >= STEM_CACHE_MAX) STEM_CACHE.clear();
-    STEM_CACHE.set(word, s);
+function analyzeWord(word: string): string | null {
+  let token = TOKEN_CACHE.get(word);
+  if (token === undefined) {
+    token = STOPWORDS.has(word) ? null : word.length > 2 && !/\d/.test(word) ? stemmer(word) : word;
+    if (TOKEN_CACHE.size >= TOKEN_CACHE_MAX) TOKEN_CACHE.clear();
+    TOKEN_CACHE.set(word, token);
   }
-  return s;
+  return token;
 }
+
+/**
+ * `words()` of the most recent texts: ingestion analyzes each chunk twice (the local embedder's features, then
+ * BM25), and the second call is a lookup. Callers must not mutate the returned arrays.
+ */
+const WORDS_CACHE = new Map<string, string[]>();
+const WORDS_CACHE_MAX = 2048;
 
 /**
  * Normalizes and splits text into lowercase word tokens: Unicode NFKD with diacritics removed, split on anything
@@ -41,6 +51,8 @@ function stem(word: string): string {
  * @example words('Café-au-lait, 2 cups') // ['cafe', 'au', 'lait', '2', 'cups']
  */
 export function words(text: string): string[] {
+  const cached = WORDS_CACHE.get(text);
+  if (cached !== undefined) return cached;
   const out: string[] = [];
   // ASCII text needs no Unicode normalization; the fast path gives the same tokens.
   const tokens = NON_ASCII.test(text)
@@ -49,6 +61,8 @@ export function words(text: string): string[] {
   for (const token of tokens) {
     if (token.length > 0) out.push(token);
   }
+  if (WORDS_CACHE.size >= WORDS_CACHE_MAX) WORDS_CACHE.clear();
+  WORDS_CACHE.set(text, out);
   return out;
 }
 
@@ -60,8 +74,8 @@ export function words(text: string): string[] {
 export function analyze(text: string): string[] {
   const out: string[] = [];
   for (const w of words(text)) {
-    if (STOPWORDS.has(w)) continue;
-    out.push(w.length > 2 && !/\d/.test(w) ? stem(w) : w);
+    const token = analyzeWord(w);
+    if (token !== null) out.push(token);
   }
   return out;
 }

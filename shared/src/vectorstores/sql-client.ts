@@ -1,9 +1,12 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import type { PgliteConfig } from './config.js';
 import { DataDirInUseError, VectorStoreError } from './errors.js';
 
@@ -18,31 +21,40 @@ export interface SqlClient {
   close(): Promise<void>;
   readonly dialect: 'pglite' | 'postgres';
   /**
-   * Optional bulk load: `COPY table (columns) FROM` text-format rows (tab-separated, `\N` for NULL, escaped
-   * with {@link copyText}). Identifiers must already be validated and quoted. Returns the rows loaded.
-   * Offered where it beats a multi-row INSERT (PGlite: the array parameters of an INSERT are serialized and
-   * parsed twice).
+   * Optional bulk load: `COPY table (columns) FROM` a PostgreSQL **binary** COPY stream (see
+   * `pgvector/copy-binary.ts`). Identifiers must already be validated and quoted. Returns the rows loaded.
    */
-  copyFrom?(table: string, columns: readonly string[], rows: string): Promise<number>;
+  copyFrom?(table: string, columns: readonly string[], data: Uint8Array): Promise<number>;
 }
 
-/** Escapes a value for PostgreSQL's COPY text format. */
-export function copyText(value: string): string {
-  return value.replace(/[\\\t\n\r]/g, (c) =>
-    c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r',
-  );
+function copySql(table: string, columns: readonly string[], source: string): string {
+  return `COPY ${table} (${columns.join(', ')}) FROM ${source} WITH (FORMAT binary)`;
 }
 
 async function pgliteCopy(
   db: { query: PGlite['query'] },
   table: string,
   columns: readonly string[],
-  rows: string,
+  data: Uint8Array,
 ): Promise<number> {
-  const res = await db.query(`COPY ${table} (${columns.join(', ')}) FROM '/dev/blob'`, [], {
-    blob: new Blob([rows]),
+  const res = await db.query(copySql(table, columns, "'/dev/blob'"), [], {
+    blob: new Blob([data as Uint8Array<ArrayBuffer>]),
   });
   return res.affectedRows ?? 0;
+}
+
+async function pgCopy(
+  client: pg.PoolClient,
+  table: string,
+  columns: readonly string[],
+  data: Uint8Array,
+): Promise<number> {
+  const stream = client.query(copyFrom(copySql(table, columns, 'STDIN')));
+  await pipeline(
+    Readable.from([Buffer.from(data.buffer, data.byteOffset, data.byteLength)]),
+    stream,
+  );
+  return Number(stream.rowCount ?? 0);
 }
 
 /**
@@ -54,6 +66,7 @@ export function fromPgPool(pool: pg.Pool, options: { ownsPool?: boolean } = {}):
   const ownsPool = options.ownsPool ?? false;
   const onClient = (c: pg.PoolClient): SqlClient => ({
     dialect: 'postgres',
+    copyFrom: (table, columns, data) => pgCopy(c, table, columns, data),
     async query<R>(text: string, params?: unknown[]) {
       const res = await c.query(text, params);
       return { rows: res.rows as R[] };
@@ -66,6 +79,14 @@ export function fromPgPool(pool: pg.Pool, options: { ownsPool?: boolean } = {}):
   });
   return {
     dialect: 'postgres',
+    async copyFrom(table, columns, data) {
+      const c = await pool.connect();
+      try {
+        return await pgCopy(c, table, columns, data);
+      } finally {
+        c.release();
+      }
+    },
     async query<R>(text: string, params?: unknown[]) {
       const res = await pool.query(text, params);
       return { rows: res.rows as R[] };

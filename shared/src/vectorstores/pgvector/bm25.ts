@@ -36,11 +36,20 @@ export function termId(term: string): number {
   return (fnv1a32(term) % (BM25_DIM - 1)) + 1;
 }
 
+/** Term ids of recently seen terms (bounded; cleared when full). */
+const TERM_IDS = new Map<string, number>();
+const TERM_IDS_MAX = 200_000;
+
 /** Term frequencies by term id of an analyzed token list. */
 export function termFrequencies(tokens: readonly string[]): Map<number, number> {
   const tf = new Map<number, number>();
   for (const t of tokens) {
-    const id = termId(t);
+    let id = TERM_IDS.get(t);
+    if (id === undefined) {
+      id = termId(t);
+      if (TERM_IDS.size >= TERM_IDS_MAX) TERM_IDS.clear();
+      TERM_IDS.set(t, id);
+    }
     tf.set(id, (tf.get(id) ?? 0) + 1);
   }
   return tf;

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createChunker } from '../../shared/src/chunking/index.js';
 import type { ChunkingMethod, ChunkingOptions } from '../../shared/src/chunking/types.js';
@@ -60,14 +60,17 @@ Global options:
   --json                   machine-readable output on stdout
   -h, --help               help for a command
 
-Indexing options (ingest, eval-retrieval):
+Collection options (all commands but demo):
   --collection NAME        collection (must start with "ai4rag"; default ${DEFAULT_COLLECTION})
+  --embedding MODEL        ${DEFAULT_EMBEDDING_MODEL} (default) or an OpenAI-compatible model id
+                           (needs OPENAI_BASE_URL and OPENAI_API_KEY); must match the collection's model
+
+Indexing options (ingest, eval-retrieval):
   --chunking recursive|hybrid   (default ${DEFAULT_CHUNKING.method})
   --chunk-size N           tokens, 128..2048 (default ${DEFAULT_CHUNKING.chunkSize})
   --chunk-overlap N        tokens, 0..256, < chunk-size/2; 0 for hybrid (default ${DEFAULT_CHUNKING.chunkOverlap})
-  --embedding MODEL        ${DEFAULT_EMBEDDING_MODEL} (default) or an OpenAI-compatible model id
-                           (needs OPENAI_BASE_URL and OPENAI_API_KEY)
-  --prune                  ingest: also remove stored documents that are no longer in the given paths
+  --prune                  ingest: also remove stored documents that are no longer in the given folders
+                           (folders only; documents whose files failed to load are kept)
 
 Retrieval options (search, eval-retrieval):
   --k N                    chunks to return (search; default 5)
@@ -77,7 +80,8 @@ Retrieval options (search, eval-retrieval):
   --ranker-k N             RRF k (default ${SEMANTIC_RETRIEVAL.rankerK})
   --ranker-alpha X         weighted: dense weight in [0,1) (default ${LEXICAL_RETRIEVAL.rankerAlpha} with the local
                            embedder, else 0.5)
-  --retrieval-method simple|window, --window-size N   expand hits with neighbouring chunks
+  --retrieval-method simple|window   window expands each hit with its neighbours (default simple)
+  --window-size N          neighbours on each side, 1..4 with window (default 1); 0 with simple
 
 eval-retrieval:
   --corpus PATH            folder or .jsonl corpus
@@ -116,6 +120,10 @@ const defaultIo: Io = {
  */
 export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
   const [command, ...rest] = argv;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out(HELP);
+    return 0;
+  }
   try {
     switch (command) {
       case 'ingest':
@@ -212,10 +220,14 @@ interface Session {
   embedder: Embedder;
 }
 
-async function openSession(
-  p: Parsed,
-  options: { inMemory?: boolean; collection?: string } = {},
-): Promise<Session> {
+interface SessionOptions {
+  inMemory?: boolean;
+  collection?: string;
+  /** Readers pass false: a missing collection is reported, not created. */
+  createIfMissing?: boolean;
+}
+
+async function openSession(p: Parsed, options: SessionOptions = {}): Promise<Session> {
   const kind = oneOf<StoreKind>(p, 'store', STORE_KINDS, 'pglite');
   const embedder = await createEmbedder(
     str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL,
@@ -233,6 +245,7 @@ async function openSession(
     dataDir,
     env: ENV,
     logger: (message) => process.stderr.write(`${message}\n`),
+    ...(options.createIfMissing === false && { createIfMissing: false }),
   });
   return { store, embedder };
 }
@@ -240,7 +253,7 @@ async function openSession(
 async function withSession<T>(
   p: Parsed,
   fn: (s: Session) => Promise<T>,
-  options?: { inMemory?: boolean; collection?: string },
+  options?: SessionOptions,
 ): Promise<T> {
   const session = await openSession(p, options);
   try {
@@ -259,7 +272,17 @@ async function ingestPaths(
 ) {
   const started = performance.now();
   const chunker = createChunker(chunking);
-  const loaded = await loadDocuments(paths.map((x) => resolve(x)));
+  const absolute = paths.map((x) => resolve(x));
+  if (opts.prune) {
+    for (const path of absolute) {
+      if (!(await stat(path).catch(() => undefined))?.isDirectory()) {
+        throw new ValidationError(
+          `--prune needs folders (document keys are relative to them); ${path} is not one`,
+        );
+      }
+    }
+  }
+  const loaded = await loadDocuments(absolute);
   for (const f of loaded.failures) io.err(`skipped ${f.key}: ${f.message}`);
   const progress = new ProgressLine(process.stderr, !opts.json);
   const summary = await ingestDocuments(loaded.documents, {
@@ -267,6 +290,8 @@ async function ingestPaths(
     chunking,
     chunk: (doc) => chunker.chunk(doc),
     prune: opts.prune,
+    // A file that failed to load this time is still on disk: keep its previous version.
+    keep: loaded.failures.map((f) => f.key),
     onProgress: (pr) =>
       progress.update(
         pr.documentsDone,
@@ -334,98 +359,122 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
   if (query === '')
     throw new ValidationError('give a query, e.g. ai4rag search "how many leave days"');
   const options = retrievalFrom(p, int(p, 'k', 5));
-  return withSession(p, async (session) => {
-    const hits = await new Retriever(session.store, options).retrieve(query);
-    if (flag(p, 'json')) {
-      io.out(JSON.stringify({ query, collection: session.store.collectionName, results: hits }));
-    } else if (hits.length === 0) {
-      io.out(
-        `no results in ${session.store.collectionName} (is it empty? run "ai4rag ingest <path>" first)`,
-      );
-    } else {
-      renderHits(hits, query, io);
-    }
-    return 0;
-  });
+  return withSession(
+    p,
+    async (session) => {
+      const hits = await new Retriever(session.store, options).retrieve(query);
+      if (flag(p, 'json')) {
+        io.out(JSON.stringify({ query, collection: session.store.collectionName, results: hits }));
+      } else if (hits.length === 0) {
+        io.out(
+          `no results in ${session.store.collectionName} (is it empty? run "ai4rag ingest <path>" first)`,
+        );
+      } else {
+        renderHits(hits, query, io);
+      }
+      return 0;
+    },
+    READER,
+  );
 }
 
 async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
   const corpus = str(p, 'corpus');
   const benchmarkPath = str(p, 'benchmark');
   if (!corpus || !benchmarkPath) throw new ValidationError('--corpus and --benchmark are required');
+  const corpusPath: string = corpus;
   const questions = await loadBenchmark(benchmarkPath);
   const chunking = chunkingFrom(p);
   const options = retrievalFrom(p, int(p, 'depth', 100));
   const json = flag(p, 'json');
-  // A throwaway collection: in memory for pglite; a unique name dropped afterwards would suit a server.
-  const collection = str(p, 'collection') ?? `ai4rag_eval_${Date.now().toString(36)}`;
+  // A throwaway collection unless one is named: in memory for pglite, dropped afterwards on a server.
+  const named = str(p, 'collection');
+  const collection = named ?? `ai4rag_eval_${Date.now().toString(36)}`;
   return withSession(
     p,
     async (session) => {
-      const ingest = await ingestPaths(session, [corpus], chunking, { prune: false, json }, io);
-      const keys = (await session.store.listDocuments()).map((d) => d.documentId);
-      const progress = new ProgressLine(process.stderr, !json);
-      const evaluation = await evaluateRetrieval(
-        new Retriever(session.store, options),
-        questions,
-        keys,
-        (d, t) => progress.update(d, t, 'questions'),
-      );
-      progress.done();
-      const result = {
-        questions: evaluation.questions,
-        'recall@1': round(evaluation.metrics['recall@1']),
-        'recall@5': round(evaluation.metrics['recall@5']),
-        'recall@10': round(evaluation.metrics['recall@10']),
-        'mrr@10': round(evaluation.metrics['mrr@10']),
-        'ndcg@10': round(evaluation.metrics['ndcg@10']),
-      };
-      if (!json) {
-        io.out(
-          `indexed ${ingest.indexed} documents (${ingest.chunksEmbedded} chunks) with ${chunking.method} ` +
-            `${chunking.chunkSize}/${chunking.chunkOverlap}, ${session.embedder.modelId}; ` +
-            `retrieval ${options.searchMode}${options.rankerStrategy ? `/${options.rankerStrategy}` : ''}` +
-            (evaluation.skipped > 0
-              ? `; ${evaluation.skipped} questions without gold documents skipped`
-              : ''),
-        );
+      try {
+        return await evalIn(session);
+      } finally {
+        if (named === undefined && str(p, 'store') === 'pgvector') await session.store.drop();
       }
-      io.out(JSON.stringify(result));
-      return 0;
     },
     { inMemory: str(p, 'store') !== 'pgvector', collection },
   );
+
+  async function evalIn(session: Session): Promise<number> {
+    const ingest = await ingestPaths(session, [corpusPath], chunking, { prune: false, json }, io);
+    const keys = (await session.store.listDocuments()).map((d) => d.documentId);
+    const progress = new ProgressLine(process.stderr, !json);
+    const evaluation = await evaluateRetrieval(
+      new Retriever(session.store, options),
+      questions,
+      keys,
+      (d, t) => progress.update(d, t, 'questions'),
+    );
+    progress.done();
+    const result = {
+      questions: evaluation.questions,
+      'recall@1': round(evaluation.metrics['recall@1']),
+      'recall@5': round(evaluation.metrics['recall@5']),
+      'recall@10': round(evaluation.metrics['recall@10']),
+      'mrr@10': round(evaluation.metrics['mrr@10']),
+      'ndcg@10': round(evaluation.metrics['ndcg@10']),
+    };
+    if (!json) {
+      io.out(
+        `indexed ${ingest.indexed} documents (${ingest.chunksEmbedded} chunks) with ${chunking.method} ` +
+          `${chunking.chunkSize}/${chunking.chunkOverlap}, ${session.embedder.modelId}; ` +
+          `retrieval ${options.searchMode}${options.rankerStrategy ? `/${options.rankerStrategy}` : ''}` +
+          (evaluation.skipped > 0
+            ? `; ${evaluation.skipped} questions without gold documents skipped`
+            : ''),
+      );
+    }
+    io.out(JSON.stringify(result));
+    return 0;
+  }
 }
 
 function round(x: number): number {
   return Math.round(x * 10_000) / 10_000;
 }
 
+const READER: SessionOptions = { createIfMissing: false };
+
 async function cmdDocuments(p: Parsed, io: Io): Promise<number> {
-  return withSession(p, async ({ store }) => {
-    const docs = await store.listDocuments();
-    if (flag(p, 'json')) io.out(JSON.stringify(docs));
-    else
-      for (const d of docs)
-        io.out(
-          `${d.documentId}\t${d.chunkCount} chunks\t${d.updatedAt}\t${d.contentHash.slice(0, 12)}`,
-        );
-    return 0;
-  });
+  return withSession(
+    p,
+    async ({ store }) => {
+      const docs = await store.listDocuments();
+      if (flag(p, 'json')) io.out(JSON.stringify(docs));
+      else
+        for (const d of docs)
+          io.out(
+            `${d.documentId}\t${d.chunkCount} chunks\t${d.updatedAt}\t${d.contentHash.slice(0, 12)}`,
+          );
+      return 0;
+    },
+    READER,
+  );
 }
 
 async function cmdStats(p: Parsed, io: Io): Promise<number> {
-  return withSession(p, async ({ store }) => {
-    const stats = await store.stats();
-    io.out(
-      flag(p, 'json')
-        ? JSON.stringify(stats)
-        : Object.entries(stats)
-            .map(([k, v]) => `${k}: ${v}`)
-            .join('\n'),
-    );
-    return 0;
-  });
+  return withSession(
+    p,
+    async ({ store }) => {
+      const stats = await store.stats();
+      io.out(
+        flag(p, 'json')
+          ? JSON.stringify(stats)
+          : Object.entries(stats)
+              .map(([k, v]) => `${k}: ${v}`)
+              .join('\n'),
+      );
+      return 0;
+    },
+    READER,
+  );
 }
 
 const DEMO_QUERIES = [

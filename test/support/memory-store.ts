@@ -125,6 +125,11 @@ export class MemoryStore implements VectorStore {
     };
   }
 
+  async drop(): Promise<void> {
+    this.chunks.clear();
+    this.documents.clear();
+  }
+
   async close(): Promise<void> {}
 }
 

@@ -24,6 +24,8 @@ export interface IngestOptions {
   onProgress?: (progress: IngestProgress) => void;
   /** Also delete stored documents whose keys are not among `docs` (folder sync). @default false */
   prune?: boolean;
+  /** Keys never pruned (e.g. files present but unreadable this time). */
+  keep?: readonly string[];
 }
 
 /** Outcome per document. */
@@ -155,7 +157,7 @@ export async function ingestDocuments(
 
   const pruned: string[] = [];
   if (options.prune) {
-    const present = new Set(docs.map((d) => d.key));
+    const present = new Set([...docs.map((d) => d.key), ...(options.keep ?? [])]);
     for (const record of await store.listDocuments()) {
       if (!present.has(record.documentId)) {
         await store.deleteByDocument(record.documentId);

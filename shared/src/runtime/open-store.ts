@@ -4,7 +4,7 @@ import type { Embedder } from '../embeddings/types.js';
 import { ValidationError } from '../errors.js';
 import { pgVectorConfigFromEnv } from '../vectorstores/config.js';
 import { PgVectorStore } from '../vectorstores/pgvector/pgvector-store.js';
-import { fromPgPool, openPglite } from '../vectorstores/sql-client.js';
+import { fromPgPool, openPglite, type SqlClient } from '../vectorstores/sql-client.js';
 import type { DistanceMetric, VectorStore } from '../vectorstores/types.js';
 
 /** Store backends the CLI and local runtime can open. */
@@ -21,6 +21,21 @@ export interface OpenStoreOptions {
   env?: Readonly<Record<string, string | undefined>>;
   distance?: DistanceMetric;
   logger?: (message: string) => void;
+  /** Create the collection when missing (false for readers: a missing collection is a NotFoundError). @default true */
+  createIfMissing?: boolean;
+}
+
+/** Closes the client when the store cannot be opened (an open PGlite would keep the process alive). */
+async function createOrClose(
+  client: SqlClient,
+  create: () => Promise<VectorStore>,
+): Promise<VectorStore> {
+  try {
+    return await create();
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
 }
 
 /**
@@ -33,6 +48,7 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
     embedder: options.embedder,
     collectionName: options.collectionName,
     ownsClient: true,
+    ...(options.createIfMissing !== undefined && { createIfMissing: options.createIfMissing }),
     ...(options.distance && { distance: options.distance }),
     ...(options.logger && { logger: options.logger }),
   };
@@ -41,7 +57,7 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
       const client = await openPglite(
         options.dataDir === undefined ? {} : { dataDir: join(options.dataDir, 'pglite') },
       );
-      return PgVectorStore.create({ client, ...common });
+      return createOrClose(client, () => PgVectorStore.create({ client, ...common }));
     }
     case 'pgvector': {
       const config = pgVectorConfigFromEnv(options.env ?? {});
@@ -55,7 +71,8 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
         connectionTimeoutMillis: 10_000,
         keepAlive: true,
       });
-      return PgVectorStore.create({ client: fromPgPool(pool, { ownsPool: true }), ...common });
+      const client = fromPgPool(pool, { ownsPool: true });
+      return createOrClose(client, () => PgVectorStore.create({ client, ...common }));
     }
     default:
       throw new ValidationError(

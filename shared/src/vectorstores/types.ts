@@ -93,5 +93,7 @@ export interface VectorStore {
   getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>>;
   listDocuments(): Promise<DocumentRecord[]>;
   stats(): Promise<CollectionStats>;
+  /** Deletes the whole collection (its chunks, statistics and document records). The store is closed after. */
+  drop(): Promise<void>;
   close(): Promise<void>;
 }

@@ -73,6 +73,65 @@ describe('ai4rag CLI', () => {
     expect(summary).toMatchObject({ indexed: 0, unchanged: 2, chunksEmbedded: 0 });
   });
 
+  it('reports a missing collection instead of creating it', async () => {
+    const c = capture();
+    expect(
+      await main(
+        ['search', 'ferry', '--collection', 'ai4rag_nope', '--data-dir', join(dir, 'data')],
+        c.io,
+      ),
+    ).toBe(1);
+    expect(c.err.join('\n')).toContain('collection ai4rag_nope does not exist');
+    const stats = capture();
+    expect(
+      await main(
+        ['stats', '--collection', 'ai4rag_nope', '--data-dir', join(dir, 'data')],
+        stats.io,
+      ),
+    ).toBe(1);
+  });
+
+  it('prints help for a command with --help', async () => {
+    const c = capture();
+    expect(await main(['search', '--help'], c.io)).toBe(0);
+    expect(c.out.join('\n')).toContain('Retrieval options');
+  });
+
+  it('prunes removed files but keeps a document whose file failed to load', async () => {
+    // Prepare: a folder with two documents, ingested
+    const folder = join(dir, 'prune');
+    const fs = await import('node:fs/promises');
+    await fs.mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'a.txt'), 'Alpha document about river locks.');
+    await writeFile(join(folder, 'b.txt'), 'Beta document about cargo barges.');
+    const data = join(dir, 'data-prune');
+    expect(await main(['ingest', folder, '--data-dir', data, '--json'], capture().io)).toBe(0);
+    // Act: a.txt deleted, b.txt now unreadable (invalid UTF-8)
+    await fs.rm(join(folder, 'a.txt'));
+    await writeFile(join(folder, 'b.txt'), Buffer.from([0xff, 0xfe, 0x41]));
+    const run = capture();
+    // Exit code 1: the only file present failed to load.
+    expect(await main(['ingest', folder, '--prune', '--data-dir', data, '--json'], run.io)).toBe(1);
+    // Assess
+    expect(JSON.parse(run.out.at(-1) ?? '{}').pruned).toEqual(['a.txt']);
+    const docs = capture();
+    await main(['documents', '--data-dir', data, '--json'], docs.io);
+    expect(
+      JSON.parse(docs.out.at(-1) ?? '[]').map((d: { documentId: string }) => d.documentId),
+    ).toEqual(['b.txt']);
+  });
+
+  it('refuses --prune with a file argument', async () => {
+    const c = capture();
+    expect(
+      await main(
+        ['ingest', join(docs, 'leave.md'), '--prune', '--data-dir', join(dir, 'data3')],
+        c.io,
+      ),
+    ).toBe(2);
+    expect(c.err.join('\n')).toContain('--prune needs folders');
+  });
+
   it.each([
     [['ingest'], 'give at least one file or folder'],
     [['search', 'x', '--search-mode', 'bogus'], '--search-mode must be one of vector, hybrid'],

@@ -386,6 +386,28 @@ export function runVectorStoreContract(
       ).rejects.toThrow(/twice/);
     });
 
+    it('drops a whole collection: reopening the name finds it empty', async () => {
+      // Prepare
+      const name = `ai4rag_ct_${runId}_drop`;
+      const store = await open(undefined, undefined, name);
+      await store.addChunks(CORPUS);
+      await store.putDocument({
+        documentId: 'd1',
+        contentHash: 'h',
+        chunkCount: 3,
+        updatedAt: '2026-01-01T00:00:00.000Z',
+      });
+      // Act
+      await store.drop();
+      const again = await open(undefined, undefined, name);
+      // Assess
+      expect((await again.stats()).chunks).toBe(0);
+      expect(await again.listDocuments()).toEqual([]);
+      expect(
+        await again.search('proteins', { k: 3, searchMode: 'hybrid', rankerStrategy: 'rrf' }),
+      ).toEqual([]);
+    });
+
     it('deletes by a non-empty metadata filter', async () => {
       // Prepare
       const store = await open();

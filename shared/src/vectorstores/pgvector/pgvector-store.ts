@@ -1,6 +1,6 @@
 import type { AI4RAGChunk, ChunkMetadata } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
-import { Ai4ragError } from '../../errors.js';
+import { Ai4ragError, NotFoundError } from '../../errors.js';
 import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
@@ -92,6 +92,11 @@ export interface PgVectorStoreOptions {
   logger?: (message: string) => void;
   /** `close()` also closes the client. @default false */
   ownsClient?: boolean;
+  /**
+   * Create the collection when it does not exist. Readers (search, listing) pass false so that a mistyped
+   * name is reported instead of silently creating an empty collection. @default true
+   */
+  createIfMissing?: boolean;
 }
 
 interface RegistryRow {
@@ -247,6 +252,7 @@ export class PgVectorStore implements VectorStore {
   private readonly embedder: Embedder;
   private readonly key: string;
   private readonly table: string;
+  private readonly createIfMissing: boolean;
   private readonly dfTable: string;
   /** Append-only log of document-frequency changes, folded into `dfTable` before the next keyword search. */
   private readonly dfLog: string;
@@ -268,6 +274,7 @@ export class PgVectorStore implements VectorStore {
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(options: PgVectorStoreOptions, name: string) {
+    this.createIfMissing = options.createIfMissing ?? true;
     this.client = options.client;
     this.embedder = options.embedder;
     this.collectionName = name;
@@ -315,6 +322,25 @@ export class PgVectorStore implements VectorStore {
   }
 
   private async init(): Promise<void> {
+    if (!this.createIfMissing) {
+      const exists = await this.client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
+        REGISTRY_TABLE,
+      ]);
+      const row =
+        exists.rows[0]?.t == null
+          ? undefined
+          : (
+              await this.client.query<{ name: string }>(
+                `SELECT name FROM ${REGISTRY_TABLE} WHERE name = $1`,
+                [this.key],
+              )
+            ).rows[0];
+      if (row === undefined) {
+        throw new NotFoundError(
+          `collection ${this.collectionName} does not exist (ingest documents into it first)`,
+        );
+      }
+    }
     const c = this.client;
     const ext = await c.query<{ extversion: string }>(
       `SELECT extversion FROM pg_extension WHERE extname = 'vector'`,

@@ -3,7 +3,7 @@ import type { RankerStrategy, SearchMode } from './vectorstores/types.js';
 
 /**
  * Defaults of the embedded runtime (CLI, local API). Chosen by measurement with `ai4rag eval-retrieval`
- * on the three reference datasets (README, "Retrieval quality"); change them only with a new measurement.
+ * on the three reference datasets (README, "Measured"); change them only with a new measurement.
  */
 export const DEFAULT_COLLECTION = 'ai4rag_default';
 

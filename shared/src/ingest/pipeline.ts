@@ -2,8 +2,12 @@ import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import type { LoadedDocument } from '../documents/types.js';
 import type { DocumentRecord, VectorStore } from '../vectorstores/types.js';
 
-/** Upper bound of chunks embedded and upserted together (the embedder's per-call limit). */
-export const INGEST_BATCH_CHUNKS = 1024;
+/**
+ * Chunks handed to the store per `addChunks` call (documents whose chunks are pending are committed together).
+ * The store embeds them in batches of at most 1,024 texts and writes batch i while embedding batch i + 1, so a
+ * few batches per call keep both the CPU and the database busy.
+ */
+export const INGEST_BATCH_CHUNKS = 4096;
 
 /** Document records looked up per query when checking what changed. */
 const PREFETCH_DOCUMENTS = 1000;
@@ -52,7 +56,7 @@ export function indexingKey(chunking: ChunkingOptions): string {
  * unchanged is skipped (no embedding work); a changed one gets its new chunks upserted first, then its stale
  * chunks removed and its record written in one transaction (`commitDocuments`) — so a crash part-way leaves the
  * old record and the next run redoes it.
- * Chunks of several documents share embedding batches of up to {@link INGEST_BATCH_CHUNKS}.
+ * Chunks of several documents are stored together, up to about {@link INGEST_BATCH_CHUNKS} per store call.
  * @example
  * const summary = await ingestDocuments(docs, { store, chunking, chunk: (d) => chunker.chunk(d) });
  */
@@ -79,9 +83,7 @@ export async function ingestDocuments(
     pendingChunks = 0;
     const all = batch.flatMap((p) => p.chunks);
     try {
-      for (let i = 0; i < all.length; i += INGEST_BATCH_CHUNKS) {
-        progress.chunksStored += await store.addChunks(all.slice(i, i + INGEST_BATCH_CHUNKS));
-      }
+      progress.chunksStored += await store.addChunks(all);
     } catch (error) {
       // The batch's documents keep their previous version (their records were not touched) and are
       // reported as failed; the rest of the ingestion goes on.

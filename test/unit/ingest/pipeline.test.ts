@@ -132,12 +132,11 @@ describe('ingestDocuments', () => {
     expect([...store.chunks.keys()]).toEqual(['a.txt#1:one']);
   });
 
-  it('embeds in batches of at most INGEST_BATCH_CHUNKS chunks and reports progress', async () => {
-    // Prepare: 3 documents of 500 chunks each
+  it('hands the store groups of whole documents of about INGEST_BATCH_CHUNKS chunks and reports progress', async () => {
+    // Prepare: 10 documents of 500 chunks each
     const store = new MemoryStore();
-    const docs = ['a', 'b', 'c'].map((k) =>
-      doc(k, Array.from({ length: 500 }, (_, i) => `${k}${i}`).join('\n')),
-    );
+    const keys = Array.from({ length: 10 }, (_, i) => `d${i}`);
+    const docs = keys.map((k) => doc(k, Array.from({ length: 500 }, (_, i) => `${k}-${i}`).join('\n')));
     const sizes: number[] = [];
     const original = store.addChunks.bind(store);
     store.addChunks = async (chunks) => {
@@ -152,9 +151,9 @@ describe('ingestDocuments', () => {
       chunk: byLine,
       onProgress: (p) => seen.push(p.documentsDone),
     });
-    // Assess
-    expect(Math.max(...sizes)).toBeLessThanOrEqual(INGEST_BATCH_CHUNKS);
-    expect(sizes.reduce((a, b) => a + b, 0)).toBe(1500);
-    expect(seen.at(-1)).toBe(3);
+    // Assess: the first group closes once it reaches INGEST_BATCH_CHUNKS (9 documents, 4,500 chunks)
+    expect(INGEST_BATCH_CHUNKS).toBe(4096);
+    expect(sizes).toEqual([4500, 500]);
+    expect(seen).toEqual([9, 10, 10]);
   });
 });

@@ -712,16 +712,28 @@ export class PgVectorStore implements VectorStore {
       seen.add(c.id);
       unique.push(c);
     }
+    // Pipelined: batch i + 1 is embedded while batch i is being written (writes stay in order, one at a time).
     let stored = 0;
-    for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
-      const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
-      const vectors = await this.embedder.embedDocuments(batch.map((c) => c.text));
-      if (vectors.length !== batch.length) {
-        throw new VectorStoreError(
-          `embedder returned ${vectors.length} vectors for ${batch.length} texts`,
-        );
+    let writing: Promise<number> | undefined;
+    try {
+      for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
+        const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
+        const vectors = await this.embedder.embedDocuments(batch.map((c) => c.text));
+        if (vectors.length !== batch.length) {
+          throw new VectorStoreError(
+            `embedder returned ${vectors.length} vectors for ${batch.length} texts`,
+          );
+        }
+        if (writing) stored += await writing;
+        writing = this.upsert(batch.map((chunk, j) => ({ chunk, vector: vectors[j] ?? [] })));
+        // Marked handled now; the rejection, if any, is rethrown by the await above or below.
+        writing.catch(() => undefined);
       }
-      stored += await this.upsert(batch.map((chunk, j) => ({ chunk, vector: vectors[j] ?? [] })));
+      if (writing) stored += await writing;
+    } catch (error: unknown) {
+      // Never leave a write running behind the caller's back.
+      await writing?.catch(() => undefined);
+      throw error;
     }
     return stored;
   }

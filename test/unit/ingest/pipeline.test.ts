@@ -136,7 +136,9 @@ describe('ingestDocuments', () => {
     // Prepare: 10 documents of 500 chunks each
     const store = new MemoryStore();
     const keys = Array.from({ length: 10 }, (_, i) => `d${i}`);
-    const docs = keys.map((k) => doc(k, Array.from({ length: 500 }, (_, i) => `${k}-${i}`).join('\n')));
+    const docs = keys.map((k) =>
+      doc(k, Array.from({ length: 500 }, (_, i) => `${k}-${i}`).join('\n')),
+    );
     const sizes: number[] = [];
     const original = store.addChunks.bind(store);
     store.addChunks = async (chunks) => {

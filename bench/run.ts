@@ -321,16 +321,19 @@ async function main(): Promise<void> {
       );
       console.log(rows.slice(-2).join('\n'));
       await ingest.client.query(`DROP TABLE IF EXISTS ${ingest.name}_floor`);
-      await ingest.store.close();
+      await ingest.store.close(); // the store does not own the client: the database stays open
 
-      // Search: reopen the collection through a recording client.
-      const rec = recording(await target.open());
+      // Search: the same database and collection, through a recording client.
+      const rec = recording(ingest.client);
       const store = await PgVectorStore.create({
         client: rec,
         embedder,
         collectionName: ingest.name,
         ownsClient: true,
+        createIfMissing: false,
       });
+      const stats = await store.stats();
+      if (stats.chunks !== ingest.total) throw new Error(`search collection holds ${stats.chunks} chunks, expected ${ingest.total}`);
       const queries = corpus.queries.slice(0, QUERIES);
       for (const [mode, params] of [
         ['vector', { k: 10, searchMode: 'vector' }],
@@ -342,8 +345,7 @@ async function main(): Promise<void> {
         );
         console.log(rows.at(-1));
       }
-      await rec.query(`DROP TABLE IF EXISTS ${ingest.name}`).catch(() => undefined);
-      await store.close();
+      await store.drop();
     }
   } finally {
     server?.stop();

@@ -333,7 +333,8 @@ async function main(): Promise<void> {
         createIfMissing: false,
       });
       const stats = await store.stats();
-      if (stats.chunks !== ingest.total) throw new Error(`search collection holds ${stats.chunks} chunks, expected ${ingest.total}`);
+      if (stats.chunks !== ingest.total)
+        throw new Error(`search collection holds ${stats.chunks} chunks, expected ${ingest.total}`);
       const queries = corpus.queries.slice(0, QUERIES);
       for (const [mode, params] of [
         ['vector', { k: 10, searchMode: 'vector' }],

@@ -91,6 +91,20 @@ describe('ai4rag CLI', () => {
     ).toBe(1);
   });
 
+  it('runs the demo: ingests examples/docs, answers the sample searches, and skips unchanged files on a re-run', async () => {
+    // Act
+    const first = capture();
+    expect(await main(['demo', '--data-dir', join(dir, 'demo')], first.io)).toBe(0);
+    const second = capture();
+    expect(await main(['demo', '--data-dir', join(dir, 'demo')], second.io)).toBe(0);
+    // Assess
+    const out = first.out.join('\n');
+    expect(out).toMatch(/17 indexed, 0 unchanged, 0 failed/);
+    expect(out).toContain('Q: How many days of annual leave do employees get?');
+    expect(out).toContain('1. people/leave-and-holidays.html');
+    expect(second.out.join('\n')).toMatch(/0 indexed, 17 unchanged, 0 failed; 0 chunks embedded/);
+  });
+
   it('prints help for a command with --help', async () => {
     const c = capture();
     expect(await main(['search', '--help'], c.io)).toBe(0);

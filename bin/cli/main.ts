@@ -55,7 +55,8 @@ Commands:
   demo                    ingest examples/docs and answer sample searches (what \`npm start\` runs)
 
 Global options:
-  --store pglite|pgvector  vector store (default pglite; pgvector reads PGVECTOR_HOST/PORT/DB/USER/PASSWORD)
+  --store pglite|pgvector|milvus  vector store (default pglite; pgvector reads PGVECTOR_HOST/PORT/DB/USER/PASSWORD;
+                           milvus reads MILVUS_URI, MILVUS_TOKEN, MILVUS_SERVER_CERT — try npm run fake:milvus)
   --data-dir DIR           local data directory for pglite (default ${DEFAULT_DATA_DIR})
   --json                   machine-readable output on stdout
   -h, --help               help for a command
@@ -389,6 +390,7 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
   const json = flag(p, 'json');
   // A throwaway collection unless one is named: in memory for pglite, dropped afterwards on a server.
   const named = str(p, 'collection');
+  const serverStore = str(p, 'store') === 'pgvector' || str(p, 'store') === 'milvus';
   const collection = named ?? `ai4rag_eval_${Date.now().toString(36)}`;
   return withSession(
     p,
@@ -396,10 +398,10 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
       try {
         return await evalIn(session);
       } finally {
-        if (named === undefined && str(p, 'store') === 'pgvector') await session.store.drop();
+        if (named === undefined && serverStore) await session.store.drop();
       }
     },
-    { inMemory: str(p, 'store') !== 'pgvector', collection },
+    { inMemory: !serverStore, collection },
   );
 
   async function evalIn(session: Session): Promise<number> {

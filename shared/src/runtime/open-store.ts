@@ -3,13 +3,15 @@ import pg from 'pg';
 import type { Embedder } from '../embeddings/types.js';
 import { ValidationError } from '../errors.js';
 import { pgVectorConfigFromEnv } from '../vectorstores/config.js';
+import { milvusConfigFromEnv } from '../vectorstores/milvus/config.js';
+import { MilvusVectorStore } from '../vectorstores/milvus/milvus-store.js';
 import { PgVectorStore } from '../vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../vectorstores/sql-client.js';
 import type { DistanceMetric, VectorStore } from '../vectorstores/types.js';
 
 /** Store backends the CLI and local runtime can open. */
-export type StoreKind = 'pglite' | 'pgvector';
-export const STORE_KINDS: readonly StoreKind[] = ['pglite', 'pgvector'];
+export type StoreKind = 'pglite' | 'pgvector' | 'milvus';
+export const STORE_KINDS: readonly StoreKind[] = ['pglite', 'pgvector', 'milvus'];
 
 export interface OpenStoreOptions {
   kind: StoreKind;
@@ -17,7 +19,7 @@ export interface OpenStoreOptions {
   collectionName: string;
   /** pglite: the data directory root (the database lives in `<dataDir>/pglite`); undefined = in memory. */
   dataDir?: string | undefined;
-  /** pgvector: environment record holding PGVECTOR_* settings. */
+  /** pgvector / milvus: environment record holding PGVECTOR_* or MILVUS_* settings. */
   env?: Readonly<Record<string, string | undefined>>;
   distance?: DistanceMetric;
   logger?: (message: string) => void;
@@ -39,8 +41,9 @@ async function createOrClose(
 }
 
 /**
- * Opens a vector store for the local runtime: PGlite in-process (embedded default) or a PostgreSQL server with
- * pgvector configured by `PGVECTOR_HOST/PORT/DB/USER/PASSWORD`. The returned store owns its connection.
+ * Opens a vector store for the local runtime: PGlite in-process (embedded default), a PostgreSQL server with
+ * pgvector configured by `PGVECTOR_HOST/PORT/DB/USER/PASSWORD`, or Milvus / Zilliz Cloud configured by
+ * `MILVUS_URI`, `MILVUS_TOKEN`, `MILVUS_SERVER_CERT`. The returned store owns its connection.
  * @throws ValidationError for an unknown kind or invalid PGVECTOR_* settings
  */
 export async function openStore(options: OpenStoreOptions): Promise<VectorStore> {
@@ -73,6 +76,13 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
       });
       const client = fromPgPool(pool, { ownsPool: true });
       return createOrClose(client, () => PgVectorStore.create({ client, ...common }));
+    }
+    case 'milvus': {
+      // The store builds, owns and closes its client from the config (MILVUS_URI, MILVUS_TOKEN, MILVUS_SERVER_CERT).
+      return MilvusVectorStore.create({
+        config: milvusConfigFromEnv(options.env ?? {}),
+        ...common,
+      });
     }
     default:
       throw new ValidationError(

@@ -41,6 +41,7 @@ import {
   str,
 } from './args.js';
 import { ProgressLine } from './progress.js';
+import { cmdScore, SCORE_OPTIONS } from './score.js';
 
 const HELP = `ai4rag — RAG knowledge base, retrieval and evaluation on the embedded default (PGlite + pgvector)
 
@@ -52,6 +53,9 @@ Commands:
   eval-retrieval          score retrieval on a corpus + benchmark (recall@k, MRR@10, nDCG@10)
   documents               list the documents of a collection
   stats                   collection statistics
+  score --input FILE      unitxt RAG metrics (faithfulness, answer_correctness, context_correctness,
+                          overall_score) with 95% BCa bootstrap CIs for a JSON array of
+                          {question, answer, contexts, context_ids, ground_truths, ground_truths_context_ids}
   demo                    ingest examples/docs and answer sample searches (what \`npm start\` runs)
 
 Global options:
@@ -149,6 +153,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdDocuments(parse(rest, INDEXING), io);
       case 'stats':
         return await cmdStats(parse(rest, INDEXING), io);
+      case 'score':
+        return await cmdScore(parse(rest, SCORE_OPTIONS), io);
       case 'demo':
         return await cmdDemo(parse(rest, {}), io);
       case undefined:

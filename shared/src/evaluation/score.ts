@@ -1,0 +1,194 @@
+/**
+ * ai4rag's default evaluation (answer_correctness, faithfulness, context_correctness via unitxt, plus the
+ * custom overall_score) over a list of `EvaluationData`, in ai4rag's `EvaluationMetricsResult` shape.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { bootstrapCi } from './bootstrap.js';
+import { answerCorrectness, contextCorrectness, faithfulness } from './unitxt.js';
+
+/** One question's evaluation input, ai4rag's `EvaluationData` with its snake_case field names. */
+export const EvaluationItemSchema = z.strictObject({
+  question: z.string().optional(),
+  answer: z.string(),
+  contexts: z.array(z.string()),
+  context_ids: z.array(z.string()),
+  ground_truths: z.array(z.string()),
+  ground_truths_context_ids: z.array(z.string()),
+  question_id: z.string().min(1).optional(),
+});
+
+/** A validated evaluation item. */
+export type EvaluationItem = z.output<typeof EvaluationItemSchema>;
+
+/** Metric names of the default ai4rag set, in output order. */
+export const UNITXT_METRICS = [
+  'answer_correctness',
+  'faithfulness',
+  'context_correctness',
+] as const;
+
+/** Aggregate of one metric; `null` where ai4rag reports None (no valid value, CI skipped). */
+export interface MetricScores {
+  mean: number | null;
+  ci_low: number | null;
+  ci_high: number | null;
+}
+
+/** One aggregate metric entry. */
+export interface MetricResult {
+  name: string;
+  evaluator: 'unitxt' | 'custom';
+  scores: MetricScores;
+}
+
+/** One per-question metric value; `null` when the metric does not apply to that question. */
+export interface QuestionMetricValue {
+  name: string;
+  evaluator: 'unitxt' | 'custom';
+  value: number | null;
+}
+
+/** ai4rag's `EvaluationMetricsResult` (without the `description` field). */
+export interface EvaluationResult {
+  metrics: MetricResult[];
+  question_scores: { question_id: string; metrics: QuestionMetricValue[] }[];
+}
+
+/** Options of {@link scoreEvaluationData}. */
+export interface ScoreOptions {
+  /** Bootstrap seed (unitxt: 42). */
+  seed?: number;
+}
+
+/**
+ * Rounds to 4 decimals like Python's `round(v, 4)` used by ai4rag: nearest by the exact binary value, exact
+ * ties (e.g. 1/32 = 0.03125) to even; `null` and NaN become `null`.
+ */
+export function round4(v: number | null): number | null {
+  if (v === null || Number.isNaN(v)) return null;
+  // The only doubles exactly halfway at 4 decimals are odd multiples of 1/32 (20000 = 2^5 · 625).
+  const j = v * 32;
+  if (Number.isInteger(j) && Math.abs(j % 2) === 1) {
+    const floor = Math.floor(v * 1e4);
+    return (floor % 2 === 0 ? floor : floor + 1) / 1e4;
+  }
+  // toFixed rounds the exact binary value, like Python's round (no ties left here).
+  return Number(v.toFixed(4));
+}
+
+function meanOf(values: readonly (number | null)[]): number | null {
+  const valid = values.filter((v): v is number => v !== null && !Number.isNaN(v));
+  return valid.length === 0 ? null : valid.reduce((s, v) => s + v, 0) / valid.length;
+}
+
+function aggregate(values: readonly (number | null)[], seed: number): MetricScores {
+  const valid = values.filter((v): v is number => v !== null && !Number.isNaN(v));
+  const ci = bootstrapCi(valid, { seed });
+  return {
+    mean: round4(meanOf(valid)),
+    ci_low: ci ? round4(ci.low) : null,
+    ci_high: ci ? round4(ci.high) : null,
+  };
+}
+
+/**
+ * Validates raw input (e.g. a parsed JSON file) into evaluation items.
+ * @throws {ValidationError} naming the item index and field of the first problems, or duplicate ids.
+ */
+export function parseEvaluationData(input: unknown): EvaluationItem[] {
+  if (!Array.isArray(input) || input.length === 0) {
+    throw new ValidationError('evaluation data must be a non-empty JSON array of items');
+  }
+  const items = input.map((raw, index) => {
+    const parsed = EvaluationItemSchema.safeParse(raw);
+    if (!parsed.success) {
+      const detail = parsed.error.issues
+        .map((i) => `${i.path.join('.') || '(item)'}: ${i.message}`)
+        .join('; ');
+      throw new ValidationError(`evaluation item ${index}: ${detail}`, { cause: parsed.error });
+    }
+    return parsed.data;
+  });
+  const seen = new Set<string>();
+  items.forEach((item, index) => {
+    const id = item.question_id ?? `q${index}`;
+    if (seen.has(id))
+      throw new ValidationError(`evaluation item ${index}: duplicate question_id "${id}"`);
+    seen.add(id);
+  });
+  return items;
+}
+
+/**
+ * Scores questions like ai4rag's unitxt evaluator plus `overall_score`. Per question: answer_correctness
+ * (null without ground truths), faithfulness (0 without contexts), context_correctness (null without gold
+ * ids), overall_score = mean of that question's non-null values; all rounded to 4 decimals. Aggregates:
+ * NaN/null-aware means of the unrounded values and seeded BCa bootstrap CIs (null when skipped: fewer than
+ * 2 values or all identical). Deviation from ai4rag, on purpose: the overall_score CI is bootstrapped from
+ * the per-question overall scores, not the average of the other metrics' CI bounds (which is not a CI);
+ * its mean stays ai4rag's mean of the other metrics' (rounded) means.
+ * @throws {ValidationError} on invalid items (see {@link parseEvaluationData}).
+ * @example scoreEvaluationData([{ answer: 'Paris', contexts: ['Paris'], context_ids: ['d'],
+ *   ground_truths: ['Paris'], ground_truths_context_ids: ['d'] }])
+ */
+export function scoreEvaluationData(
+  items: readonly unknown[],
+  options: ScoreOptions = {},
+): EvaluationResult {
+  const seed = options.seed ?? 42;
+  const data = parseEvaluationData(items);
+  const perQuestion = data.map((item) => ({
+    answer_correctness:
+      item.ground_truths.length === 0 ? null : answerCorrectness(item.answer, item.ground_truths),
+    faithfulness: item.contexts.length === 0 ? 0 : faithfulness(item.answer, item.contexts),
+    context_correctness:
+      item.ground_truths_context_ids.length === 0
+        ? null
+        : contextCorrectness(item.context_ids, item.ground_truths_context_ids),
+  }));
+
+  const metrics: MetricResult[] = UNITXT_METRICS.map((name) => ({
+    name,
+    evaluator: 'unitxt',
+    scores: aggregate(
+      perQuestion.map((q) => q[name]),
+      seed,
+    ),
+  }));
+  const overallPerQuestion = perQuestion.map((q) =>
+    round4(meanOf(UNITXT_METRICS.map((name) => round4(q[name])))),
+  );
+  const overallCi = aggregate(overallPerQuestion, seed);
+  metrics.push({
+    name: 'overall_score',
+    evaluator: 'custom',
+    scores: {
+      mean: round4(meanOf(metrics.map((m) => m.scores.mean))),
+      ci_low: overallCi.ci_low,
+      ci_high: overallCi.ci_high,
+    },
+  });
+
+  return {
+    metrics,
+    question_scores: data.map((item, index) => {
+      const q = perQuestion[index] as (typeof perQuestion)[number];
+      return {
+        question_id: item.question_id ?? `q${index}`,
+        metrics: [
+          ...UNITXT_METRICS.map((name) => ({
+            name,
+            evaluator: 'unitxt' as const,
+            value: round4(q[name]),
+          })),
+          {
+            name: 'overall_score',
+            evaluator: 'custom' as const,
+            value: overallPerQuestion[index] ?? null,
+          },
+        ],
+      };
+    }),
+  };
+}

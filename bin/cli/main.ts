@@ -16,6 +16,7 @@ import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import { loadBenchmark } from '../../shared/src/evaluation/benchmark.js';
 import { evaluateRetrieval } from '../../shared/src/evaluation/eval-retrieval.js';
+import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
 import {
   type RetrievalMethod,
@@ -40,6 +41,7 @@ import {
   parse,
   str,
 } from './args.js';
+import { ASK_OPTIONS, createFoundationModel, renderAnswer } from './ask.js';
 import { ProgressLine } from './progress.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
 
@@ -50,6 +52,8 @@ Usage: ai4rag <command> [options]
 Commands:
   ingest <path>...        load, chunk, embed and store documents (files or folders)
   search <query>          search a collection
+  ask <question>          answer from a collection with cited sources and per-step timing
+                          (--model local/extractive-v1 by default, or an OpenAI-compatible chat model)
   eval-retrieval          score retrieval on a corpus + benchmark (recall@k, MRR@10, nDCG@10)
   documents               list the documents of a collection
   stats                   collection statistics
@@ -153,6 +157,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdDocuments(parse(rest, INDEXING), io);
       case 'stats':
         return await cmdStats(parse(rest, INDEXING), io);
+      case 'ask':
+        return await cmdAsk(parse(rest, { ...INDEXING, ...RETRIEVAL, ...ASK_OPTIONS }), io);
       case 'score':
         return await cmdScore(parse(rest, SCORE_OPTIONS), io);
       case 'demo':
@@ -379,6 +385,25 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
       } else {
         renderHits(hits, query, io);
       }
+      return 0;
+    },
+    READER,
+  );
+}
+
+async function cmdAsk(p: Parsed, io: Io): Promise<number> {
+  const question = p.positionals.join(' ').trim();
+  if (question === '')
+    throw new ValidationError('give a question, e.g. ai4rag ask "how many leave days"');
+  const options = retrievalFrom(p, int(p, 'k', 5));
+  const model = createFoundationModel(str(p, 'model'));
+  return withSession(
+    p,
+    async (session) => {
+      const rag = new SimpleRAG({ retriever: new Retriever(session.store, options), model });
+      const answer = await rag.generate(question);
+      if (flag(p, 'json')) io.out(JSON.stringify({ ...answer, model: model.modelId }));
+      else for (const line of renderAnswer(answer)) io.out(line);
       return 0;
     },
     READER,

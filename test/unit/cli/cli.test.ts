@@ -105,6 +105,28 @@ describe('ai4rag CLI', () => {
     expect(second.out.join('\n')).toMatch(/0 indexed, 17 unchanged, 0 failed; 0 chunks embedded/);
   });
 
+  it('answers a question with cited sources and per-step timing', async () => {
+    // Act
+    const c = capture();
+    const code = await main(
+      [
+        'ask',
+        'How many passengers does the ferry Aurora carry?',
+        '--data-dir',
+        join(dir, 'data'),
+        '--json',
+      ],
+      c.io,
+    );
+    // Assess
+    expect(code).toBe(0);
+    const answer = JSON.parse(c.out.at(-1) ?? '{}');
+    expect(answer.model).toBe('local/extractive-v1');
+    expect(answer.answer).toContain('140 passengers');
+    expect(answer.referenceDocuments[0].documentId).toBe('sub/boats.txt');
+    expect(answer.timing.totalMs).toBeGreaterThanOrEqual(answer.timing.retrieveMs);
+  });
+
   it('prints help for a command with --help', async () => {
     const c = capture();
     expect(await main(['search', '--help'], c.io)).toBe(0);

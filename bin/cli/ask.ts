@@ -1,0 +1,49 @@
+import { OPENAI_CONNECTION } from '../../shared/src/config.js';
+import { ValidationError } from '../../shared/src/errors.js';
+import {
+  LOCAL_EXTRACTIVE_MODEL_ID,
+  LocalExtractiveModel,
+} from '../../shared/src/generation/local-extractive.js';
+import { OpenAIFoundationModel } from '../../shared/src/generation/openai-model.js';
+import type { RagAnswer } from '../../shared/src/generation/rag-template.js';
+import type { FoundationModel } from '../../shared/src/generation/types.js';
+import type { OptionSpec } from './args.js';
+
+/** Flags of `ai4rag ask` beyond the collection and retrieval ones. */
+export const ASK_OPTIONS: OptionSpec = {
+  k: { type: 'string' },
+  model: { type: 'string' },
+};
+
+/**
+ * The foundation model for a model id: the local extractive model (default, no network) or an
+ * OpenAI-compatible chat model configured by OPENAI_BASE_URL / OPENAI_API_KEY.
+ * @throws ValidationError when a remote model is asked for without a configured endpoint
+ */
+export function createFoundationModel(modelId: string | undefined): FoundationModel {
+  if (modelId === undefined || modelId === LOCAL_EXTRACTIVE_MODEL_ID || modelId === 'local') {
+    return new LocalExtractiveModel();
+  }
+  if (!OPENAI_CONNECTION) {
+    throw new ValidationError(
+      `model "${modelId}" needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL and OPENAI_API_KEY`,
+    );
+  }
+  return new OpenAIFoundationModel({ ...OPENAI_CONNECTION, model: modelId });
+}
+
+/** Human-readable rendering of an answer with its sources and timing. */
+export function renderAnswer(answer: RagAnswer): string[] {
+  const lines = [answer.answer, '', 'Sources:'];
+  answer.referenceDocuments.forEach((d, i) => {
+    lines.push(
+      `  [${i + 1}] ${d.documentId} #${d.sequenceNumber}  score ${d.score?.toFixed(4) ?? '-'}`,
+    );
+  });
+  const t = answer.timing;
+  lines.push(
+    '',
+    `retrieve ${t.retrieveMs.toFixed(1)} ms, rerank ${t.rerankMs.toFixed(1)} ms, generate ${t.generateMs.toFixed(1)} ms, total ${t.totalMs.toFixed(1)} ms`,
+  );
+  return lines;
+}

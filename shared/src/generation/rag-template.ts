@@ -1,0 +1,317 @@
+import { Ai4ragError, ValidationError } from '../errors.js';
+import type { RetrievedChunk, Retriever } from '../retrieval/retriever.js';
+import {
+  buildMessages,
+  DEFAULT_TEMPLATES,
+  type PromptTemplates,
+  validatePromptTemplates,
+} from './templates.js';
+import type { ChatMessage, FoundationModel } from './types.js';
+
+/**
+ * The reranker port, declared structurally (same shape as `retrieval/rerank.ts`) so this module does not depend on
+ * a concrete reranker. Scores are aligned with the input order; higher is better.
+ */
+export interface RagReranker {
+  readonly modelId: string;
+  rerank(query: string, documents: readonly string[]): Promise<number[]>;
+}
+
+/** Reranking settings of {@link SimpleRAG}. */
+export interface RagRerankOptions {
+  reranker: RagReranker;
+  /**
+   * Passages fetched before reranking (≥ k). The Retriever has no per-call size, so it must be built with
+   * `numberOfChunks: candidates`; this value is only checked against `k` and documents the intent.
+   */
+  candidates: number;
+  /** Passages kept after reranking and sent to the model. */
+  k: number;
+}
+
+/** Options of {@link SimpleRAG}. */
+export interface SimpleRAGOptions {
+  retriever: Retriever;
+  model: FoundationModel;
+  /** Validated in the constructor. @default DEFAULT_TEMPLATES */
+  templates?: PromptTemplates;
+  reranker?: RagRerankOptions;
+  /** Millisecond clock, injectable for exact timings in tests. @default performance.now */
+  now?: () => number;
+}
+
+/** A source of an answer, as returned to clients. */
+export interface ReferenceDocument {
+  documentId: string;
+  sequenceNumber: number;
+  text: string;
+  /** The rerank score when a reranker ran, else the retrieval score (when the store returned one). */
+  score?: number;
+  chunkIds: string[];
+}
+
+/** Wall-clock milliseconds of each step; `totalMs` spans the whole call (≥ the sum of the parts). */
+export interface RagTiming {
+  retrieveMs: number;
+  /** 0 when no reranker is configured. */
+  rerankMs: number;
+  generateMs: number;
+  totalMs: number;
+}
+
+/** The result of {@link SimpleRAG.generate}. */
+export interface RagAnswer {
+  answer: string;
+  question: string;
+  referenceDocuments: ReferenceDocument[];
+  timing: RagTiming;
+}
+
+/** The result of {@link SimpleRAG.chat}: the caller's messages followed by the assistant's answer. */
+export interface RagChatAnswer extends RagAnswer {
+  conversation: ChatMessage[];
+}
+
+/** One event of {@link SimpleRAG.generateStream}, in the order sources → token* → done. */
+export type RagStreamEvent =
+  | { type: 'sources'; referenceDocuments: ReferenceDocument[] }
+  | { type: 'token'; text: string }
+  | { type: 'done'; timing: RagTiming };
+
+/** Per-call options of the RAG template. */
+export interface RagCallOptions {
+  /** Cancels the call; checked between steps and forwarded to the model. */
+  signal?: AbortSignal;
+}
+
+/** A dependency (the reranker) returned something unusable. */
+export class RagTemplateError extends Ai4ragError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RagTemplateError';
+  }
+}
+
+interface Ranked {
+  chunks: RetrievedChunk[];
+  referenceDocuments: ReferenceDocument[];
+  t0: number;
+  retrieveMs: number;
+  rerankMs: number;
+  /** Clock reading after ranking, where generation starts. */
+  t2: number;
+}
+
+function checkQuestion(question: unknown): string {
+  if (typeof question !== 'string' || question.trim() === '') {
+    throw new ValidationError('question must be a non-empty string');
+  }
+  return question;
+}
+
+function toReference(chunk: RetrievedChunk): ReferenceDocument {
+  return {
+    documentId: chunk.metadata.document_id,
+    sequenceNumber: chunk.metadata.sequence_number,
+    text: chunk.text,
+    ...(chunk.score !== undefined && { score: chunk.score }),
+    chunkIds: [...chunk.chunkIds],
+  };
+}
+
+/**
+ * ai4rag's `SimpleRAG`: one retrieval (optionally reranked) and one chat call, with the sources and per-step timing
+ * that the query API returns. Prompts are built by `buildMessages`, so local and remote models see the same text.
+ * @example
+ * const rag = new SimpleRAG({ retriever: new Retriever(store, { numberOfChunks: 5 }), model });
+ * const { answer, referenceDocuments, timing } = await rag.generate('How many leave days?');
+ */
+export class SimpleRAG {
+  readonly #retriever: Retriever;
+  readonly #model: FoundationModel;
+  readonly #templates: PromptTemplates;
+  readonly #rerank: RagRerankOptions | undefined;
+  readonly #now: () => number;
+
+  /**
+   * @throws {PromptTemplateError} when the templates break the placeholder rules.
+   * @throws {ValidationError} when `reranker.k` is not a positive integer or `candidates < k`.
+   */
+  constructor(options: SimpleRAGOptions) {
+    this.#retriever = options.retriever;
+    this.#model = options.model;
+    this.#templates = options.templates ?? DEFAULT_TEMPLATES;
+    validatePromptTemplates(this.#templates);
+    const rr = options.reranker;
+    if (rr !== undefined) {
+      if (!Number.isInteger(rr.k) || rr.k < 1) {
+        throw new ValidationError(`reranker.k must be a positive integer, got ${rr.k}`);
+      }
+      if (!Number.isInteger(rr.candidates) || rr.candidates < rr.k) {
+        throw new ValidationError(
+          `reranker.candidates must be an integer ≥ k (${rr.k}), got ${rr.candidates}`,
+        );
+      }
+    }
+    this.#rerank = rr;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /**
+   * Answers one question from the retrieved passages.
+   * @throws {ValidationError} for an empty question.
+   * @throws {RagTemplateError} when the reranker returns a wrong number of scores or a non-finite one.
+   * @throws the model's or store's error, and the signal's reason when aborted.
+   * @example const { answer } = await rag.generate('Who wrote it?');
+   */
+  async generate(question: string, options: RagCallOptions = {}): Promise<RagAnswer> {
+    checkQuestion(question);
+    const ranked = await this.#retrieveAndRank(question, options.signal);
+    const messages = buildMessages(this.#templates, question, ranked.chunks);
+    const result = await this.#model.chat(messages, withSignal(options.signal));
+    const t3 = this.#now();
+    return {
+      answer: result.content,
+      question,
+      referenceDocuments: ranked.referenceDocuments,
+      timing: this.#timing(ranked, t3),
+    };
+  }
+
+  /**
+   * Continues a conversation. Reading of the spec ("the history is forwarded as-is and only the last user turn is
+   * enriched"; "prepends the system message"): the template's system message is always put first and every
+   * earlier message, including a caller's own system message, is forwarded unchanged after it; retrieval uses the
+   * last user turn's content, and that turn's content is replaced by the rendered user template.
+   * `conversation` is the caller's messages (not enriched) followed by the assistant's answer, ready for the next turn.
+   * @throws {ValidationError} for an empty list, a last message that is not a non-empty user turn, or a message with
+   * an unknown role or non-string content.
+   * @example await rag.chat([{ role: 'user', content: 'Who wrote it?' }]);
+   */
+  async chat(messages: ChatMessage[], options: RagCallOptions = {}): Promise<RagChatAnswer> {
+    if (!Array.isArray(messages) || messages.length === 0) {
+      throw new ValidationError('messages must be a non-empty list');
+    }
+    for (const [i, m] of messages.entries()) {
+      if (!['system', 'user', 'assistant'].includes(m?.role) || typeof m.content !== 'string') {
+        throw new ValidationError(
+          `messages[${i}] must have role system|user|assistant and string content`,
+        );
+      }
+    }
+    const last = messages[messages.length - 1] as ChatMessage;
+    if (last.role !== 'user') {
+      throw new ValidationError(`the last message must be a user turn, got "${last.role}"`);
+    }
+    const question = checkQuestion(last.content);
+    const ranked = await this.#retrieveAndRank(question, options.signal);
+    const [system, user] = buildMessages(this.#templates, question, ranked.chunks);
+    const sent: ChatMessage[] = [system, ...messages.slice(0, -1).map((m) => ({ ...m })), user];
+    const result = await this.#model.chat(sent, withSignal(options.signal));
+    const t3 = this.#now();
+    return {
+      answer: result.content,
+      question,
+      referenceDocuments: ranked.referenceDocuments,
+      timing: this.#timing(ranked, t3),
+      conversation: [
+        ...messages.map((m) => ({ ...m })),
+        { role: 'assistant', content: result.content },
+      ],
+    };
+  }
+
+  /**
+   * Streams an answer: the sources first (so a client can show them at once), then the model's text deltas, then
+   * the timing. `generateMs` spans from the end of ranking to the last token, including the consumer's pauses.
+   * @throws {ValidationError} for an empty question (on the first iteration), and as {@link generate}.
+   * @example for await (const e of rag.generateStream('Who wrote it?')) if (e.type === 'token') write(e.text);
+   */
+  async *generateStream(
+    question: string,
+    options: RagCallOptions = {},
+  ): AsyncIterable<RagStreamEvent> {
+    checkQuestion(question);
+    const ranked = await this.#retrieveAndRank(question, options.signal);
+    const messages = buildMessages(this.#templates, question, ranked.chunks);
+    yield { type: 'sources', referenceDocuments: ranked.referenceDocuments };
+    for await (const text of this.#model.chatStream(messages, withSignal(options.signal))) {
+      yield { type: 'token', text };
+    }
+    yield { type: 'done', timing: this.#timing(ranked, this.#now()) };
+  }
+
+  #timing(ranked: Ranked, t3: number): RagTiming {
+    return {
+      retrieveMs: ranked.retrieveMs,
+      rerankMs: ranked.rerankMs,
+      generateMs: t3 - ranked.t2,
+      totalMs: t3 - ranked.t0,
+    };
+  }
+
+  async #retrieveAndRank(question: string, signal: AbortSignal | undefined): Promise<Ranked> {
+    signal?.throwIfAborted();
+    const t0 = this.#now();
+    const retrieved = await this.#retriever.retrieve(question);
+    const t1 = this.#now();
+    signal?.throwIfAborted();
+    const rr = this.#rerank;
+    if (rr === undefined) {
+      return {
+        chunks: retrieved,
+        referenceDocuments: retrieved.map(toReference),
+        t0,
+        retrieveMs: t1 - t0,
+        rerankMs: 0,
+        t2: t1,
+      };
+    }
+    const chunks = await rerankChunks(rr, question, retrieved);
+    const t2 = this.#now();
+    signal?.throwIfAborted();
+    return {
+      chunks,
+      referenceDocuments: chunks.map(toReference),
+      t0,
+      retrieveMs: t1 - t0,
+      rerankMs: t2 - t1,
+      t2,
+    };
+  }
+}
+
+function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
+  return signal === undefined ? {} : { signal };
+}
+
+/** Scores the passages, orders them by score (stable on ties) and keeps `k`, carrying the rerank score. */
+async function rerankChunks(
+  rr: RagRerankOptions,
+  question: string,
+  chunks: RetrievedChunk[],
+): Promise<RetrievedChunk[]> {
+  if (chunks.length === 0) return [];
+  let scores: number[];
+  try {
+    scores = await rr.reranker.rerank(
+      question,
+      chunks.map((c) => c.text),
+    );
+  } catch (error) {
+    throw new RagTemplateError(`reranker ${rr.reranker.modelId} failed`, { cause: error });
+  }
+  if (!Array.isArray(scores) || scores.length !== chunks.length) {
+    throw new RagTemplateError(
+      `reranker ${rr.reranker.modelId} returned ${Array.isArray(scores) ? scores.length : 'no'} scores for ${chunks.length} documents`,
+    );
+  }
+  if (!scores.every((s) => typeof s === 'number' && Number.isFinite(s))) {
+    throw new RagTemplateError(`reranker ${rr.reranker.modelId} returned a non-finite score`);
+  }
+  return chunks
+    .map((chunk, i) => ({ chunk, score: scores[i] as number, i }))
+    .sort((a, b) => b.score - a.score || a.i - b.i)
+    .slice(0, rr.k)
+    .map(({ chunk, score }) => ({ ...chunk, score }));
+}

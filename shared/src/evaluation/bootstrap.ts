@@ -1,11 +1,9 @@
+import { mulberry32, type UniformRandom } from '../util/random.js';
 /**
  * Seeded bootstrap confidence intervals of a mean, BCa as in `scipy.stats.bootstrap` (what unitxt uses for
  * instance metrics: 1000 resamples, 95 %, seed 42). The resampling RNG is ours (mulberry32), not NumPy's
  * PCG64, so bounds are statistically equivalent to unitxt's but not bit-identical.
  */
-
-/** A uniform generator on [0, 1). */
-export type UniformRandom = () => number;
 
 /** Options of {@link bootstrapCi}. */
 export interface BootstrapOptions {
@@ -25,21 +23,6 @@ export interface BootstrapOptions {
 export interface ConfidenceInterval {
   low: number;
   high: number;
-}
-
-/**
- * mulberry32: a tiny, fast 32-bit seeded PRNG, good enough for resampling indices and fully deterministic.
- * @example const r = mulberry32(42); r(); // same first value on every run
- */
-export function mulberry32(seed: number): UniformRandom {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { CHUNKING_LIMITS, CHUNKING_METHODS } from '../chunking/limits.js';
 import { ValidationError } from '../errors.js';
+import { mulberry32 } from '../util/random.js';
 
 /** A search space that cannot be built, enumerated or parsed (ai4rag's `SearchSpaceValueError`). */
 export class SearchSpaceError extends ValidationError {
@@ -498,18 +499,6 @@ function checkLimitArgs(max: number, seed: number): void {
   if (!Number.isInteger(seed)) {
     throw new SearchSpaceError(`seed must be an integer, got ${show(seed)}.`);
   }
-}
-
-/** mulberry32: a tiny 32-bit PRNG, enough for reproducible sampling (not for cryptography). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**

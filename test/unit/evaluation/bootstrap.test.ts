@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import {
   bootstrapCi,
   inverseNormalCdf,
-  mulberry32,
   normalCdf,
 } from '../../../shared/src/evaluation/bootstrap.js';
+import { mulberry32 } from '../../../shared/src/util/random.js';
 
 /** A generator replaying fixed uniforms, cycling. */
 function replay(values: number[]): () => number {

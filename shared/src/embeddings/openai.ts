@@ -1,6 +1,8 @@
 import OpenAI, { APIError } from 'openai';
 import { ValidationError } from '../errors.js';
 import { batches, mapLimit } from '../util/concurrency.js';
+import { describeApiError } from '../util/openai-errors.js';
+import { positiveInteger } from '../util/options.js';
 import { isTransientOpenAIError, withRetry } from '../util/retry.js';
 import { EmbeddingError } from './errors.js';
 import type { Embedder } from './types.js';
@@ -91,22 +93,6 @@ function truncateChars(text: string, maxChars: number): string {
 /** Approximate token count (4 chars per token). */
 export function approxTokens(text: string): number {
   return Math.ceil(text.length / CHARS_PER_TOKEN);
-}
-
-function positiveInteger(value: number | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) {
-    throw new ValidationError(`${name} must be a positive integer, got ${String(value)}`);
-  }
-  return value;
-}
-
-function describe(err: unknown): string {
-  if (err instanceof APIError) {
-    const status = err.status === undefined ? 'no response' : `status ${err.status}`;
-    return `${status}: ${err.message}`;
-  }
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -312,7 +298,7 @@ export class OpenAIEmbedder implements Embedder {
     } catch (err) {
       if (err instanceof EmbeddingError) throw err;
       throw new EmbeddingError(
-        `Embedding request to model "${this.modelId}" failed (${describe(err)})`,
+        `Embedding request to model "${this.modelId}" failed (${describeApiError(err)})`,
         { cause: err },
       );
     }
@@ -333,7 +319,7 @@ export class OpenAIEmbedder implements Embedder {
     } catch (err) {
       if (err instanceof EmbeddingError) throw err;
       throw new EmbeddingError(
-        `Embedding model "${this.modelId}": dimension detection failed (${describe(err)})`,
+        `Embedding model "${this.modelId}": dimension detection failed (${describeApiError(err)})`,
         { cause: err },
       );
     }
@@ -357,7 +343,7 @@ export class OpenAIEmbedder implements Embedder {
         if (!isContextLengthError(err)) {
           if (err instanceof EmbeddingError) throw err;
           throw new EmbeddingError(
-            `Embedding model "${this.modelId}": context length detection failed (${describe(err)})`,
+            `Embedding model "${this.modelId}": context length detection failed (${describeApiError(err)})`,
             { cause: err },
           );
         }

@@ -1,6 +1,8 @@
-import OpenAI, { APIError, APIUserAbortError } from 'openai';
+import OpenAI, { APIUserAbortError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ValidationError } from '../errors.js';
+import { describeApiError } from '../util/openai-errors.js';
+import { positiveInteger } from '../util/options.js';
 import { isTransientOpenAIError, withRetry } from '../util/retry.js';
 import { GenerationError } from './errors.js';
 import type { ChatMessage, ChatOptions, ChatResult, FoundationModel } from './types.js';
@@ -30,28 +32,12 @@ export interface OpenAIFoundationModelOptions {
   random?: () => number;
 }
 
-function positiveInteger(value: number | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) {
-    throw new ValidationError(`${name} must be a positive integer, got ${String(value)}`);
-  }
-  return value;
-}
-
 function checkTemperature(value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isFinite(value) || value < 0 || value > 2) {
     throw new ValidationError(`temperature must be a number in [0, 2], got ${String(value)}`);
   }
   return value;
-}
-
-function describe(err: unknown): string {
-  if (err instanceof APIError) {
-    const status = err.status === undefined ? 'no response' : `status ${err.status}`;
-    return `${status}: ${err.message}`;
-  }
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -139,9 +125,12 @@ export class OpenAIFoundationModel implements FoundationModel {
   #wrap(err: unknown, signal: AbortSignal | undefined): unknown {
     if (signal?.aborted || err instanceof APIUserAbortError) return err;
     if (err instanceof ValidationError) return err;
-    return new GenerationError(`Foundation model "${this.modelId}" failed (${describe(err)})`, {
-      cause: err,
-    });
+    return new GenerationError(
+      `Foundation model "${this.modelId}" failed (${describeApiError(err)})`,
+      {
+        cause: err,
+      },
+    );
   }
 
   /**

@@ -1,0 +1,4 @@
+/** Placeholder entry, replaced by the real handler in this change. */
+export async function handler(): Promise<never> {
+  throw new Error('functions/ingest is not wired yet');
+}

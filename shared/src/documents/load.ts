@@ -138,9 +138,43 @@ export async function loadFile(
       `${key}: could not be read (${error instanceof Error ? error.message : String(error)})`,
     );
   }
+  return loadBytes(bytes, key, { sourcePath: absPath, maxFileBytes });
+}
+
+/**
+ * Parses one document from its bytes (an S3 object, an upload) by the key's extension. Never throws for bad
+ * content: the problem is returned as a failure, as {@link loadFile} does.
+ * @example const { documents } = await loadBytes(bytes, 'guides/intro.md');
+ */
+export async function loadBytes(
+  bytes: Uint8Array,
+  key: string,
+  options: { sourcePath?: string; maxFileBytes?: number } = {},
+): Promise<LoadResult> {
+  const sourcePath = options.sourcePath ?? key;
+  const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const failure = (reason: DocumentLoadFailure['reason'], message: string): LoadResult => ({
+    documents: [],
+    failures: [{ key, sourcePath, reason, message }],
+  });
+  const format = detectFormat(key);
+  if (!format) {
+    const ext = path.extname(key) || '(none)';
+    return failure(
+      'unsupported_type',
+      `${key}: unsupported file type "${ext}" (supported: ${Object.keys(FORMATS).join(', ')})`,
+    );
+  }
+  if (bytes.byteLength > maxFileBytes) {
+    return failure(
+      'too_large',
+      `${key}: file is ${bytes.byteLength} bytes, over the limit of ${maxFileBytes} bytes`,
+    );
+  }
+  if (bytes.byteLength === 0) return failure('empty', `${key}: file is empty (0 bytes)`);
   try {
     if (format === 'jsonl') {
-      const result = parseJsonl(decodeUtf8(bytes, key), key, absPath);
+      const result = parseJsonl(decodeUtf8(bytes, key), key, sourcePath);
       if (result.documents.length === 0 && result.failures.length === 0) {
         return failure('empty', `${key}: no records found`);
       }
@@ -155,7 +189,7 @@ export async function loadFile(
       blocks: structure.blocks,
       contentHash: sha256(bytes),
       format,
-      sourcePath: absPath,
+      sourcePath,
     };
     return { documents: [document], failures: [] };
   } catch (error: unknown) {

@@ -1,0 +1,123 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildLeaderboard } from '../../../shared/src/experiment/leaderboard.js';
+import { readEvents, readState } from '../../../shared/src/experiment/ledger.js';
+import { renderReport } from '../../../shared/src/experiment/report.js';
+import { runExperimentInProcess } from '../../../shared/src/experiment/run-in-process.js';
+import type { ExperimentArtefacts } from '../../../shared/src/experiment/steps.js';
+import type { LeaderboardEntry, PatternPayload } from '../../../shared/src/experiment/types.js';
+import { getJson, putJson } from '../../../shared/src/ports/object-store.js';
+import {
+  createTestExperimentDeps,
+  type TestExperimentDeps,
+} from '../../support/experiment-deps.js';
+
+const DOCS = fileURLToPath(new URL('../../../examples/docs', import.meta.url));
+
+const BENCHMARK = [
+  {
+    question: 'How many paid leave days does a full-time employee get?',
+    correct_answers: ['25 days'],
+    correct_answer_document_keys: ['employee-handbook.md'],
+  },
+  {
+    question: 'What is the capital of Mongolia?',
+    correct_answers: [],
+    correct_answer_document_keys: [],
+  },
+];
+
+describe('runExperimentInProcess', () => {
+  let deps: TestExperimentDeps;
+  let artefacts: ExperimentArtefacts;
+  const patterns: PatternPayload[] = [];
+
+  beforeAll(async () => {
+    deps = await createTestExperimentDeps(DOCS);
+    deps.onPattern = (p) => patterns.push(p);
+    await putJson(deps.artifacts, 'inputs/benchmark.json', BENCHMARK);
+    artefacts = await runExperimentInProcess({
+      deps,
+      input: {
+        experimentId: 'exp-test',
+        benchmarkKey: 'inputs/benchmark.json',
+        maxEvals: 5,
+        trialConcurrency: 2,
+        searchSpace: { chunk_size: [512], chunk_overlap: [0, 128], number_of_chunks: [3, 5] },
+      },
+      embedBatch: deps.embedBatch,
+      render: { report: renderReport, leaderboard: buildLeaderboard },
+    });
+  });
+  afterAll(async () => {
+    await deps?.close();
+  });
+
+  it('runs the budget of trials and writes the four artefacts', async () => {
+    // Assess
+    expect(artefacts.trials).toBe(5);
+    expect(artefacts.failed).toBe(0);
+    const leaderboard = await getJson<LeaderboardEntry[]>(deps.artifacts, artefacts.leaderboardKey);
+    expect(leaderboard).toHaveLength(5);
+    expect(leaderboard[0]?.pattern_name).toBe(artefacts.best?.pattern_name);
+    const scores = leaderboard.map((e) => e.score);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    const pattern = await getJson<PatternPayload>(deps.artifacts, artefacts.patternKey as string);
+    expect(pattern.settings.chunking.chunk_size).toBe(512);
+    expect(pattern.max_combinations).toBeGreaterThanOrEqual(5);
+    const evaluation = await getJson<unknown[]>(
+      deps.artifacts,
+      artefacts.evaluationResultsKey as string,
+    );
+    expect(evaluation).toHaveLength(2);
+    const html = new TextDecoder().decode(await deps.artifacts.get(artefacts.reportKey));
+    expect(html).toContain(artefacts.best?.pattern_name);
+  });
+
+  it('names patterns in evaluation order and streams each one', async () => {
+    // Assess
+    expect(patterns.map((p) => p.name).sort()).toEqual([
+      'Pattern1',
+      'Pattern2',
+      'Pattern3',
+      'Pattern4',
+      'Pattern5',
+    ]);
+    const state = await readState(deps.artifacts, 'experiments/exp-test/');
+    expect(state.trials.map((t) => t.iteration)).toEqual([0, 1, 2, 3, 4]);
+    expect(state.finished).toBe(true);
+  });
+
+  it('builds each index once and reuses it (two chunking configurations)', async () => {
+    // Assess
+    const events = await readEvents(deps.artifacts, 'experiments/exp-test/');
+    const building = events.filter((e) => e.message.includes('Building index'));
+    const reusing = events.filter((e) => e.message.startsWith('Using index'));
+    expect(building).toHaveLength(2);
+    expect(reusing).toHaveLength(3);
+    expect(events.at(-1)?.message).toBe('Experiment optimization process finished.');
+  });
+
+  it('resumes a finished experiment without re-running trials', async () => {
+    // Act
+    const again = await runExperimentInProcess({
+      deps,
+      input: { experimentId: 'exp-test', benchmarkKey: 'inputs/benchmark.json' },
+      embedBatch: deps.embedBatch,
+      render: { report: renderReport, leaderboard: buildLeaderboard },
+    });
+
+    // Assess
+    expect(again.trials).toBe(5);
+    expect(again.best).toEqual(artefacts.best);
+  });
+
+  it('answers the unanswerable question by saying it cannot answer', async () => {
+    // Assess
+    const evaluation = await getJson<{ question: string; answer: string }[]>(
+      deps.artifacts,
+      artefacts.evaluationResultsKey as string,
+    );
+    expect(evaluation[1]?.answer).toMatch(/cannot answer/);
+  });
+});

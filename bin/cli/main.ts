@@ -18,6 +18,7 @@ import { loadBenchmark } from '../../shared/src/evaluation/benchmark.js';
 import { evaluateRetrieval } from '../../shared/src/evaluation/eval-retrieval.js';
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
+import { OPTIMIZER_NAMES } from '../../shared/src/optimizer/optimizers.js';
 import {
   type RetrievalMethod,
   Retriever,
@@ -42,8 +43,16 @@ import {
   str,
 } from './args.js';
 import { ASK_OPTIONS, createFoundationModel, renderAnswer } from './ask.js';
+import {
+  cmdExperiment,
+  cmdOptimizerSim,
+  EXPERIMENT_OPTIONS,
+  OPTIMIZER_SIM_OPTIONS,
+} from './experiment.js';
 import { ProgressLine } from './progress.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
+
+const OPTIMIZER_NAMES_TEXT = OPTIMIZER_NAMES.join('|');
 
 const HELP = `ai4rag — RAG knowledge base, retrieval and evaluation on the embedded default (PGlite + pgvector)
 
@@ -60,7 +69,11 @@ Commands:
   score --input FILE      unitxt RAG metrics (faithfulness, answer_correctness, context_correctness,
                           overall_score) with 95% BCa bootstrap CIs for a JSON array of
                           {question, answer, contexts, context_ids, ground_truths, ground_truths_context_ids}
-  demo                    ingest examples/docs and answer sample searches (what \`npm start\` runs)
+  experiment              RAG-optimization experiment: runs the optimizer's state machine (synthesized from
+                          the CDK stack) locally over --docs and --benchmark; writes leaderboard.json,
+                          pattern.json, evaluation_results.json and report.html (what \`npm start\` runs)
+  optimizer-sim           replay optimizers over a recorded score table (--scores FILE)
+  demo                    ingest examples/docs and answer sample searches
 
 Global options:
   --store pglite|pgvector|milvus  vector store (default pglite; pgvector reads PGVECTOR_HOST/PORT/DB/USER/PASSWORD;
@@ -91,6 +104,28 @@ Retrieval options (search, eval-retrieval):
                            embedder, else 0.5)
   --retrieval-method simple|window   window expands each hit with its neighbours (default simple)
   --window-size N          neighbours on each side, 1..4 with window (default 1); 0 with simple
+
+experiment:
+  --docs PATH              folder of documents, or one file (e.g. a .jsonl corpus)
+  --benchmark FILE[,FILE]  JSON arrays of {question, correct_answers, correct_answer_document_keys}
+  --max-evals N            trials, failures included (default 8)
+  --optimizer NAME         ${OPTIMIZER_NAMES_TEXT} (default: the measured best, see README)
+  --search-space FILE      JSON object of overrides, e.g. {"chunk_size": [512, 1024]}
+  --seed N                 optimizer seed (default 64)
+  --trial-concurrency N    trials evaluated in parallel per round (1..10, default 2)
+  --foundation-models A,B  foundation model ids (default local/extractive-v1)
+  --embedding-models A,B   embedding model ids (default local/feature-hash-v1-384)
+  --sample-questions N     use a seeded sample of N benchmark questions (default all)
+  --metric NAME            optimization metric (default overall_score)
+  --experiment-id ID       re-running with the same id resumes from the recorded trials
+  --out DIR                also copy the four artefacts to DIR
+  --record-table FILE      evaluate every valid configuration and write {rows:[{config, score}]}
+
+optimizer-sim:
+  --scores FILE            score table written by experiment --record-table
+  --optimizer NAME[,NAME]  optimizers to compare (default all)
+  --max-evals N            evaluations per run (default: the table size)
+  --seeds K                runs per optimizer, seeds 0..K-1 (default 50)
 
 eval-retrieval:
   --corpus PATH            folder or .jsonl corpus
@@ -161,6 +196,10 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdAsk(parse(rest, { ...INDEXING, ...RETRIEVAL, ...ASK_OPTIONS }), io);
       case 'score':
         return await cmdScore(parse(rest, SCORE_OPTIONS), io);
+      case 'experiment':
+        return await cmdExperiment(parse(rest, EXPERIMENT_OPTIONS), io);
+      case 'optimizer-sim':
+        return await cmdOptimizerSim(parse(rest, OPTIMIZER_SIM_OPTIONS), io);
       case 'demo':
         return await cmdDemo(parse(rest, {}), io);
       case undefined:

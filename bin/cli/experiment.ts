@@ -1,0 +1,294 @@
+/**
+ * `ai4rag experiment` (a RAG-optimization experiment through the synthesized state machine, locally) and
+ * `ai4rag optimizer-sim` (replays optimizers over a recorded score table).
+ */
+import { copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createLocalRuntime } from '../../functions/_shared/runtime.js';
+import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
+import { ValidationError } from '../../shared/src/errors.js';
+import { EXPERIMENT_ID } from '../../shared/src/experiment/input.js';
+import { experimentPrefix, ledgerKeys, readState } from '../../shared/src/experiment/ledger.js';
+import type { ExperimentArtefacts } from '../../shared/src/experiment/steps.js';
+import type {
+  LeaderboardEntry,
+  PatternPayload,
+  StatusEvent,
+} from '../../shared/src/experiment/types.js';
+import { OPTIMIZER_NAMES, type OptimizerName } from '../../shared/src/optimizer/optimizers.js';
+import { parseScoreTable, simulateOptimizer } from '../../shared/src/optimizer/simulate.js';
+import { getJson, putJson } from '../../shared/src/ports/object-store.js';
+import { type OptionSpec, optInt, type Parsed, str } from './args.js';
+import { runLocalExperiment } from './local-state-machine.js';
+
+type Io = { out(line: string): void; err(line: string): void };
+
+/** Flags of `ai4rag experiment`. */
+export const EXPERIMENT_OPTIONS: OptionSpec = {
+  docs: { type: 'string' },
+  benchmark: { type: 'string' },
+  'max-evals': { type: 'string' },
+  optimizer: { type: 'string' },
+  'search-space': { type: 'string' },
+  seed: { type: 'string' },
+  out: { type: 'string' },
+  'record-table': { type: 'string' },
+  'experiment-id': { type: 'string' },
+  'trial-concurrency': { type: 'string' },
+  'foundation-models': { type: 'string' },
+  'embedding-models': { type: 'string' },
+  'sample-questions': { type: 'string' },
+  metric: { type: 'string' },
+  quiet: { type: 'boolean' },
+};
+
+/** Flags of `ai4rag optimizer-sim`. */
+export const OPTIMIZER_SIM_OPTIONS: OptionSpec = {
+  scores: { type: 'string' },
+  optimizer: { type: 'string' },
+  'max-evals': { type: 'string' },
+  seeds: { type: 'string' },
+};
+
+/** The four artefacts of an experiment, as copied to `--out`. */
+const ARTEFACTS = ['leaderboard.json', 'pattern.json', 'evaluation_results.json', 'report.html'];
+
+function list(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  return items.length > 0 ? items : undefined;
+}
+
+async function readJsonFile(path: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new ValidationError(`cannot read ${what} "${path}": ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError(`${what} "${path}" is not valid JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}
+
+function describeConfig(p: PatternPayload): string {
+  const s = p.settings;
+  const r = s.retrieval;
+  const ranker =
+    r.search_mode === 'hybrid'
+      ? ` ${r.ranker_strategy ?? ''}${r.ranker_k !== undefined ? ` k=${r.ranker_k}` : ''}${r.ranker_alpha !== undefined ? ` α=${r.ranker_alpha}` : ''}`
+      : '';
+  return `${s.chunking.method} ${s.chunking.chunk_size}/${s.chunking.chunk_overlap} · ${r.search_mode}${ranker} · ${r.number_of_chunks} chunks`;
+}
+
+function timestamp(): string {
+  return new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\..*$/, '')
+    .replace('T', '-')
+    .toLowerCase();
+}
+
+/**
+ * `ai4rag experiment --docs PATH --benchmark FILE[,FILE] …`: runs the optimizer's state machine (the definition
+ * synthesized from the CDK stack) locally, prints progress and the leaderboard, and writes the artefacts.
+ * @throws {ValidationError} for missing or bad flags and files.
+ */
+export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
+  const docs = str(p, 'docs');
+  const benchmarks = list(str(p, 'benchmark'));
+  if (docs === undefined) throw new ValidationError('--docs PATH is required (a folder or a file)');
+  if (benchmarks === undefined) {
+    throw new ValidationError('--benchmark FILE is required (JSON array; several: a,b)');
+  }
+  const docsPath = resolve(docs);
+  const info = await stat(docsPath).catch(() => undefined);
+  if (!info) throw new ValidationError(`--docs "${docs}" does not exist`);
+  const documentsDir = info.isDirectory() ? docsPath : dirname(docsPath);
+  const documentsPrefix = info.isDirectory() ? '' : basename(docsPath);
+  const questions: unknown[] = [];
+  for (const file of benchmarks) {
+    const data = await readJsonFile(file, 'benchmark');
+    if (!Array.isArray(data)) throw new ValidationError(`benchmark "${file}" must be a JSON array`);
+    questions.push(...data);
+  }
+  const recordTable = str(p, 'record-table');
+  const experimentId = str(p, 'experiment-id') ?? `exp-${timestamp()}`;
+  if (!EXPERIMENT_ID.test(experimentId)) {
+    throw new ValidationError('--experiment-id: letters, digits, - and _ only (at most 63)');
+  }
+  const dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
+  const optimizer = recordTable !== undefined ? 'random' : str(p, 'optimizer');
+  if (optimizer !== undefined && !(OPTIMIZER_NAMES as readonly string[]).includes(optimizer)) {
+    throw new ValidationError(`--optimizer must be one of ${OPTIMIZER_NAMES.join(', ')}`);
+  }
+  const searchSpaceFile = str(p, 'search-space');
+  const input: Record<string, unknown> = {
+    experimentId,
+    documentsPrefix,
+    benchmarkKey: `inputs/${experimentId}/benchmark.json`,
+    maxEvals: recordTable !== undefined ? 1000 : (optInt(p, 'max-evals') ?? 8),
+    ...(optimizer !== undefined && { optimizer }),
+    ...(optInt(p, 'seed') !== undefined && { seed: optInt(p, 'seed') }),
+    ...(optInt(p, 'trial-concurrency') !== undefined && {
+      trialConcurrency: optInt(p, 'trial-concurrency'),
+    }),
+    ...(optInt(p, 'sample-questions') !== undefined && {
+      benchmarkSampleSize: optInt(p, 'sample-questions'),
+    }),
+    ...(list(str(p, 'foundation-models')) && {
+      foundationModels: list(str(p, 'foundation-models')),
+    }),
+    ...(list(str(p, 'embedding-models')) && { embeddingModels: list(str(p, 'embedding-models')) }),
+    ...(str(p, 'metric') !== undefined && { optimizationMetric: str(p, 'metric') }),
+    ...(searchSpaceFile !== undefined && {
+      searchSpace: await readJsonFile(searchSpaceFile, 'search space'),
+    }),
+  };
+  const trialConcurrency = (input.trialConcurrency as number | undefined) ?? 2;
+  const quiet = p.values.quiet === true || p.values.json === true;
+  const runtime = createLocalRuntime({ dataDir, documentsDir, env: ENV });
+  const started = Date.now();
+  const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s`;
+  const log = (line: string) => {
+    if (!quiet) io.err(line);
+  };
+  try {
+    await putJson(runtime.objectStore, input.benchmarkKey as string, questions);
+    log(`ai4rag experiment ${experimentId}: documents ${docs}, ${questions.length} questions`);
+    const onEvent = (e: StatusEvent) => {
+      if (e.step === 'evaluation' || e.step === 'generation') return;
+      const tag = e.level === 'info' ? '' : `${e.level.toUpperCase()} `;
+      log(`${elapsed()}  ${tag}${e.message}`);
+    };
+    const onPattern = (payload: PatternPayload) => {
+      const metric = payload.evaluation.metrics.find((m) => m.optimization_metric);
+      log(
+        `${elapsed()}  ✓ ${payload.name.padEnd(10)} ${metric?.name ?? 'score'} ${metric?.scores.mean ?? 'n/a'}  (${describeConfig(payload)})`,
+      );
+    };
+    const result = await runLocalExperiment({
+      runtime,
+      input,
+      listeners: { onEvent, onPattern },
+      context: { trialConcurrency },
+      onState: (name, type) => {
+        if (type !== 'Task' || name === 'Prepare' || name === 'Finalize')
+          log(`${elapsed()}  » ${name}`);
+      },
+    });
+    const artefacts = (result.output as { artefacts?: ExperimentArtefacts }).artefacts;
+    if (artefacts === undefined)
+      throw new ValidationError('the state machine returned no artefacts');
+    const prefix = experimentPrefix(experimentId);
+    const keys = ledgerKeys(prefix);
+    const leaderboard = await getJson<LeaderboardEntry[]>(runtime.objectStore, keys.leaderboard);
+    const folder = join(dataDir, 'artifacts', ...prefix.split('/').filter(Boolean));
+    let outDir = folder;
+    const out = str(p, 'out');
+    if (out !== undefined) {
+      outDir = resolve(out);
+      await mkdir(outDir, { recursive: true });
+      for (const name of ARTEFACTS) await copyFile(join(folder, name), join(outDir, name));
+    }
+    if (recordTable !== undefined) {
+      const state = await readState(runtime.objectStore, prefix);
+      const rows = state.trials.map((t) => ({ config: t.config, score: t.score }));
+      await writeFile(
+        resolve(recordTable),
+        `${JSON.stringify(
+          {
+            description: `Score table: every valid configuration of the search space, scored by ${state.input.optimizationMetric}.`,
+            documents: state.corpus.documents,
+            questions: state.benchmark.questions,
+            metric: state.input.optimizationMetric,
+            rows,
+          },
+          null,
+          1,
+        )}\n`,
+      );
+      log(`Score table of ${rows.length} configurations written to ${recordTable}`);
+    }
+    const steps = result.states.map((s) => `${s.name} ×${s.count}`).join(', ');
+    if (p.values.json === true) {
+      io.out(
+        JSON.stringify({
+          experimentId,
+          artefacts: ARTEFACTS.map((n) => join(outDir, n)),
+          best: artefacts.best,
+          trials: artefacts.trials,
+          failed: artefacts.failed,
+          states: result.states,
+        }),
+      );
+      return 0;
+    }
+    io.out('');
+    io.out(`State machine steps run: ${steps}`);
+    io.out(
+      `Trials: ${artefacts.trials} (${artefacts.failed} failed) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    io.out('');
+    io.out('Leaderboard (top 5):');
+    for (const e of leaderboard.slice(0, 5)) {
+      io.out(
+        `  ${String(e.rank).padStart(2)}. ${e.pattern_name.padEnd(10)} ${e.score.toFixed(4)}  ${describeConfig(e.pattern)}`,
+      );
+    }
+    io.out('');
+    io.out(`Artefacts in ${outDir}: ${ARTEFACTS.join(', ')}`);
+    io.out(`Report: ${pathToFileURL(join(outDir, 'report.html')).href}`);
+    return 0;
+  } finally {
+    await runtime.close();
+  }
+}
+
+/**
+ * `ai4rag optimizer-sim --scores FILE --optimizer NAME[,NAME] --max-evals N --seeds K`: replays optimizers over a
+ * recorded score table and reports, per optimizer, the median number of evaluations to reach the best configuration
+ * and the mean best score after N evaluations.
+ * @throws {ValidationError} for missing flags or a bad table.
+ */
+export async function cmdOptimizerSim(p: Parsed, io: Io): Promise<number> {
+  const file = str(p, 'scores');
+  if (file === undefined) throw new ValidationError('--scores FILE is required (a score table)');
+  const names = (list(str(p, 'optimizer')) ?? [...OPTIMIZER_NAMES]).flatMap((n) =>
+    n === 'all' ? [...OPTIMIZER_NAMES] : [n],
+  );
+  for (const n of names) {
+    if (!(OPTIMIZER_NAMES as readonly string[]).includes(n)) {
+      throw new ValidationError(`--optimizer: unknown '${n}' (use ${OPTIMIZER_NAMES.join(', ')})`);
+    }
+  }
+  const table = parseScoreTable(await readJsonFile(file, 'score table'));
+  const maxEvals = optInt(p, 'max-evals') ?? table.length;
+  const seeds = optInt(p, 'seeds') ?? 50;
+  const results = names.map((name) =>
+    simulateOptimizer(table, name as OptimizerName, { maxEvals, seeds }),
+  );
+  if (p.values.json === true) {
+    io.out(JSON.stringify({ scores: file, rows: table.length, maxEvals, seeds, results }));
+    return 0;
+  }
+  io.out(`${table.length} configurations, ${seeds} seeds, ${maxEvals} evaluations each`);
+  io.out('optimizer  median evals to best  reached  mean best after N');
+  for (const r of results) {
+    io.out(
+      `${r.optimizer.padEnd(10)} ${String(r.medianEvalsToBest ?? 'n/a').padStart(20)}  ${`${r.reachedBest}/${r.seeds}`.padStart(7)}  ${r.meanBestAfterN.toFixed(4).padStart(18)}`,
+    );
+  }
+  return 0;
+}

@@ -1,0 +1,355 @@
+/**
+ * `ai4rag serve`: the Query API on one machine. Each HTTP request becomes an API Gateway REST proxy event for the
+ * SAME handlers the cloud runs, built on the local runtime (files, in-process queues, PGlite).
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { errorResult, jsonResponse } from '../../functions/_shared/http.js';
+import { bindLocalQueues, localContext, s3Notification } from '../../functions/_shared/local.js';
+import { createLocalRuntime, type LocalRuntime } from '../../functions/_shared/runtime.js';
+import { createDocumentsHandler } from '../../functions/documents/handler.js';
+import { createGenerateHandler, streamAnswer } from '../../functions/generate/handler.js';
+import { createSearchHandler } from '../../functions/search/handler.js';
+import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
+import { ValidationError } from '../../shared/src/errors.js';
+import { int, type OptionSpec, parse, str } from './args.js';
+
+/** Flags of `ai4rag serve`. */
+export const SERVE_OPTIONS: OptionSpec = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  token: { type: 'string' },
+  'documents-dir': { type: 'string' },
+};
+
+/** Largest request body: API calls are small; uploads may carry a document. */
+const MAX_BODY_BYTES = 50 * 1024 * 1024;
+
+type ApiHandler = (
+  event: APIGatewayProxyEvent,
+  context: ReturnType<typeof localContext>,
+) => Promise<unknown>;
+
+interface Route {
+  method: string;
+  resource: string;
+  handler: 'search' | 'generate' | 'documents' | 'stream';
+}
+
+const ROUTES: readonly Route[] = [
+  { method: 'POST', resource: '/search', handler: 'search' },
+  { method: 'POST', resource: '/generate', handler: 'generate' },
+  { method: 'POST', resource: '/chat', handler: 'generate' },
+  { method: 'POST', resource: '/stream', handler: 'stream' },
+  { method: 'GET', resource: '/documents', handler: 'documents' },
+  { method: 'GET', resource: '/documents/{id}', handler: 'documents' },
+  { method: 'DELETE', resource: '/documents/{id}', handler: 'documents' },
+  { method: 'POST', resource: '/uploads', handler: 'documents' },
+  { method: 'GET', resource: '/stats', handler: 'documents' },
+  { method: 'GET', resource: '/health', handler: 'documents' },
+];
+
+/** Options of {@link startServer}. */
+export interface ServeOptions {
+  dataDir: string;
+  documentsDir?: string;
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** 0 picks a free port. @default 8787 */
+  port?: number;
+  token: string;
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Vector store in memory (tests). */
+  inMemory?: boolean;
+}
+
+/** A running server. */
+export interface RunningServer {
+  url: string;
+  server: Server;
+  runtime: LocalRuntime;
+  close(): Promise<void>;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolvePromise, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new ValidationError(`request body over ${MAX_BODY_BYTES} bytes`));
+        req.destroy();
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.on('end', () => resolvePromise(Buffer.concat(parts)));
+    req.on('error', reject);
+  });
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function match(
+  method: string,
+  path: string,
+): { route: Route; pathParameters: Record<string, string> | null } | undefined {
+  for (const route of ROUTES) {
+    if (route.method !== method) continue;
+    if (route.resource === path) return { route, pathParameters: null };
+    if (route.resource === '/documents/{id}' && path.startsWith('/documents/')) {
+      const id = path.slice('/documents/'.length);
+      if (id !== '') return { route, pathParameters: { id } };
+    }
+  }
+  return undefined;
+}
+
+/** Converts a node request into an API Gateway REST proxy event. */
+export function toProxyEvent(
+  req: IncomingMessage,
+  url: URL,
+  resource: string,
+  pathParameters: Record<string, string> | null,
+  body: Buffer,
+): APIGatewayProxyEvent {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
+  }
+  const query: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) query[k] = v;
+  const method = req.method ?? 'GET';
+  return {
+    resource,
+    path: url.pathname,
+    httpMethod: method,
+    headers,
+    multiValueHeaders: {},
+    queryStringParameters: Object.keys(query).length > 0 ? query : null,
+    multiValueQueryStringParameters: null,
+    pathParameters,
+    stageVariables: null,
+    body: body.length > 0 ? body.toString('utf8') : null,
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      authorizer: null,
+      protocol: 'HTTP/1.1',
+      httpMethod: method,
+      identity: { sourceIp: req.socket.remoteAddress ?? '127.0.0.1' } as never,
+      path: url.pathname,
+      stage: 'local',
+      requestId: localContext('serve').awsRequestId,
+      requestTimeEpoch: Date.now(),
+      resourceId: 'local',
+      resourcePath: resource,
+    },
+  };
+}
+
+function send(res: ServerResponse, result: APIGatewayProxyResult): void {
+  res.writeHead(result.statusCode, {
+    'content-type': 'application/json; charset=utf-8',
+    ...(result.headers as Record<string, string> | undefined),
+  });
+  res.end(result.body);
+}
+
+/**
+ * Starts the local Query API. Every route but /health needs `Authorization: Bearer <token>`; uploads go to the
+ * URL POST /uploads returns (signed with the token, short-lived) and are indexed before the PUT answers.
+ * @example const { url, close } = await startServer({ dataDir: '.ai4rag', port: 0, token: 't' });
+ */
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const dataDir = resolve(options.dataDir);
+  await mkdir(dataDir, { recursive: true });
+  const runtime = createLocalRuntime({
+    dataDir,
+    ...(options.documentsDir && { documentsDir: resolve(options.documentsDir) }),
+    ...(options.env && { env: options.env }),
+    ...(options.inMemory && { inMemory: true }),
+  });
+  await bindLocalQueues(runtime);
+  const handlers: Record<Exclude<Route['handler'], 'stream'>, ApiHandler> = {
+    search: createSearchHandler(runtime) as unknown as ApiHandler,
+    generate: createGenerateHandler(runtime) as unknown as ApiHandler,
+    documents: createDocumentsHandler(runtime) as unknown as ApiHandler,
+  };
+  let baseUrl = '';
+  const sign = (key: string, expires: number): string =>
+    createHmac('sha256', options.token).update(`${key}\n${expires}`).digest('base64url');
+  runtime.presignUpload = async (key, _contentType, expiresIn) => {
+    const expires = Math.floor(Date.now() / 1000) + expiresIn;
+    return `${baseUrl}/uploads/${encodeURIComponent(key)}?expires=${expires}&signature=${sign(key, expires)}`;
+  };
+
+  const handleUpload = async (url: URL, req: IncomingMessage, res: ServerResponse) => {
+    let key: string;
+    try {
+      key = decodeURIComponent(url.pathname.slice('/uploads/'.length));
+    } catch {
+      return send(res, errorResult(new ValidationError('invalid upload key')));
+    }
+    const expires = Number(url.searchParams.get('expires'));
+    const signature = url.searchParams.get('signature') ?? '';
+    if (
+      !Number.isInteger(expires) ||
+      expires < Date.now() / 1000 ||
+      !sameSecret(signature, sign(key, expires))
+    ) {
+      return send(
+        res,
+        jsonResponse(403, {
+          error: { code: 'forbidden', message: 'invalid or expired upload URL' },
+        }),
+      );
+    }
+    const body = await readBody(req);
+    await runtime.documents.put(key, body);
+    await runtime.queue('ingest').send([s3Notification('ObjectCreated:Put', 'local', key)]);
+    return send(res, jsonResponse(200, { key, ingested: true }));
+  };
+
+  const server = createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const method = req.method ?? 'GET';
+      try {
+        if (method === 'PUT' && url.pathname.startsWith('/uploads/')) {
+          return await handleUpload(url, req, res);
+        }
+        const found = match(method, url.pathname);
+        if (!found) {
+          return send(
+            res,
+            jsonResponse(404, {
+              error: { code: 'not_found', message: `no route ${method} ${url.pathname}` },
+            }),
+          );
+        }
+        if (found.route.resource !== '/health') {
+          const auth = req.headers.authorization ?? '';
+          const given = auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : '';
+          if (!sameSecret(given, options.token)) {
+            return send(res, {
+              statusCode: 401,
+              headers: { 'www-authenticate': 'Bearer' },
+              body: JSON.stringify({
+                error: { code: 'unauthorized', message: 'missing or wrong bearer token' },
+              }),
+            });
+          }
+        }
+        const body = await readBody(req);
+        if (found.route.handler === 'stream') {
+          await streamAnswer(
+            runtime,
+            { body: body.toString('utf8'), isBase64Encoded: false },
+            { write: (chunk) => res.write(chunk), end: () => res.end() },
+            (statusCode, contentType) => {
+              res.writeHead(statusCode, {
+                'content-type': contentType,
+                'cache-control': 'no-cache',
+              });
+              return { write: (chunk) => res.write(chunk), end: () => res.end() };
+            },
+          );
+          return;
+        }
+        const event = toProxyEvent(req, url, found.route.resource, found.pathParameters, body);
+        const result = (await handlers[found.route.handler](
+          event,
+          localContext(found.route.handler),
+        )) as APIGatewayProxyResult;
+        return send(res, result);
+      } catch (error) {
+        if (!res.headersSent) send(res, errorResult(error));
+        else res.end();
+      }
+    })();
+  });
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', () => resolveListen());
+  });
+  const address = server.address() as AddressInfo;
+  baseUrl = `http://${options.host ?? '127.0.0.1'}:${address.port}`;
+  return {
+    url: baseUrl,
+    server,
+    runtime,
+    async close() {
+      await new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      });
+      await runtime.close();
+    },
+  };
+}
+
+/**
+ * `ai4rag serve [--port N] [--host 127.0.0.1] [--data-dir D] [--token T]`: runs until SIGINT/SIGTERM.
+ * Returns the exit code (0 after a clean shutdown, 2 for a usage error).
+ * @example process.exitCode = await runServe(['--port', '8787']);
+ */
+export async function runServe(
+  argv: string[],
+  io: { out: (line: string) => void; err: (line: string) => void } = {
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+  },
+): Promise<number> {
+  let p: ReturnType<typeof parse>;
+  let port: number;
+  try {
+    p = parse(argv, SERVE_OPTIONS);
+    port = int(p, 'port', 8787);
+    if (port < 0 || port > 65535)
+      throw new ValidationError(`--port must be in 0..65535, got ${port}`);
+  } catch (error) {
+    io.err(`ai4rag serve: ${(error as Error).message}`);
+    return 2;
+  }
+  const host = str(p, 'host') ?? '127.0.0.1';
+  const given = str(p, 'token') ?? ENV.AI4RAG_API_TOKEN;
+  const token = given && given !== '' ? given : randomBytes(24).toString('base64url');
+  const documentsDir = str(p, 'documents-dir');
+  const running = await startServer({
+    dataDir: str(p, 'data-dir') ?? DEFAULT_DATA_DIR,
+    host,
+    port,
+    token,
+    env: ENV,
+    ...(documentsDir && { documentsDir }),
+  });
+  io.out(`ai4rag API on ${running.url} (collection ${running.runtime.config.collection})`);
+  if (!given) io.out(`token (generated): ${token}`);
+  io.out('Routes (Authorization: Bearer <token>, except /health):');
+  for (const r of ROUTES) io.out(`  ${r.method.padEnd(6)} ${r.resource}`);
+  io.out('  PUT    <url returned by POST /uploads>  (signed, no bearer)');
+  io.out('Press Ctrl+C to stop.');
+  await new Promise<void>((resolveStop) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolveStop();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  await running.close();
+  io.out('stopped');
+  return 0;
+}

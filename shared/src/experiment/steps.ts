@@ -22,6 +22,7 @@ import { DEFAULT_TEMPLATES } from '../generation/templates.js';
 import type { FoundationModel } from '../generation/types.js';
 import { writeChunkBatches } from '../ingest/batches.js';
 import { DEFAULT_OPTIMIZER, OPTIMIZER_NAMES, proposeTrials } from '../optimizer/optimizers.js';
+import { needsPreSelection } from '../optimizer/preselection.js';
 import {
   combinationKey,
   createSearchSpace,
@@ -63,6 +64,7 @@ import {
   stableStringify,
   trialSettings,
 } from './params.js';
+import { preselectModels } from './preselect.js';
 import type {
   EvaluationRecord,
   ExperimentStep,
@@ -359,8 +361,39 @@ export async function prepareExperiment(
       log,
     );
 
-    const foundationModels = input.foundationModels ?? DEFAULT_FOUNDATION_MODELS;
-    const embeddingIds = input.embeddingModels ?? DEFAULT_EMBEDDING_MODELS;
+    let foundationModels = input.foundationModels ?? DEFAULT_FOUNDATION_MODELS;
+    let embeddingIds = input.embeddingModels ?? DEFAULT_EMBEDDING_MODELS;
+    if (
+      !input.skipPreSelection &&
+      needsPreSelection(foundationModels.length, embeddingIds.length, {
+        foundation: input.nPreSelectFoundationModels,
+        embedding: input.nPreSelectEmbeddingModels,
+      })
+    ) {
+      log.emit(
+        'info',
+        `Starting foundation models pre-selection with following foundation models: [${foundationModels.join(', ')}] and following embedding models: [${embeddingIds.join(', ')}].`,
+        'model selection',
+      );
+      const selected = await preselectModels({
+        deps,
+        experimentId,
+        documents,
+        questions,
+        foundationModels,
+        embeddingModels: embeddingIds,
+        nFoundation: input.nPreSelectFoundationModels,
+        nEmbedding: input.nPreSelectEmbeddingModels,
+        log: (level, message) => log.emit(level, message, 'model selection'),
+      });
+      foundationModels = selected.foundationModels;
+      embeddingIds = selected.embeddingModels;
+      log.emit(
+        'info',
+        `Pre-selected foundation models: [${foundationModels.join(', ')}]; embedding models: [${embeddingIds.join(', ')}].`,
+        'model selection',
+      );
+    }
     const embeddingDimensions: Record<string, number> = {};
     const embeddingModels: ModelRef[] = [];
     for (const id of embeddingIds) {

@@ -16,9 +16,10 @@ import { type BenchmarkQuestion, parseBenchmark } from '../evaluation/benchmark.
 import { bootstrapCi } from '../evaluation/bootstrap.js';
 import { questionMetrics } from '../evaluation/retrieval-metrics.js';
 import { round4, scoreEvaluationData } from '../evaluation/score.js';
-import { LOCAL_EXTRACTIVE_MODEL_ID } from '../generation/local-extractive.js';
+import { LOCAL_EXTRACTIVE_MODEL_ID, LocalExtractiveModel } from '../generation/local-extractive.js';
 import { SimpleRAG } from '../generation/rag-template.js';
 import { DEFAULT_TEMPLATES } from '../generation/templates.js';
+import { buildTermStats, type TermStats } from '../generation/term-stats.js';
 import type { FoundationModel } from '../generation/types.js';
 import { writeChunkBatches } from '../ingest/batches.js';
 import { DEFAULT_OPTIMIZER, OPTIMIZER_NAMES, proposeTrials } from '../optimizer/optimizers.js';
@@ -662,6 +663,29 @@ export async function indexTrial(
   });
 }
 
+/** Term statistics per corpus, built once per process (a Lambda container evaluates many trials). */
+const termStatsCache = new Map<string, Promise<TermStats>>();
+
+/**
+ * The local extractive model with the corpus' term statistics, so it abstains when the question's rare terms are
+ * not in the retrieved context (without them it only sees the context).
+ */
+async function localModelFor(
+  deps: ExperimentDeps,
+  prefix: string,
+  corpusHash: string,
+): Promise<FoundationModel> {
+  let stats = termStatsCache.get(corpusHash);
+  if (!stats) {
+    stats = readDocuments(deps.artifacts, prefix).then((docs) =>
+      buildTermStats(docs.map((d) => d.text)),
+    );
+    stats.catch(() => termStatsCache.delete(corpusHash));
+    termStatsCache.set(corpusHash, stats);
+  }
+  return new LocalExtractiveModel({ termStats: await stats });
+}
+
 const CANNOT_ANSWER_PATTERN = /\b(cannot|can't|can not|unable to) answer\b/i;
 
 function metricEntry(
@@ -727,7 +751,10 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
         builtAt: new Date().toISOString(),
       });
     }
-    const model = await deps.model(settings.foundationModel);
+    const model =
+      settings.foundationModel === LOCAL_EXTRACTIVE_MODEL_ID
+        ? await localModelFor(deps, ref.prefix, state.corpus.hash)
+        : await deps.model(settings.foundationModel);
     log.emit(
       'info',
       `Retrieval and generation using collection: '${plan.collection}' and foundation model: '${settings.foundationModel}'.`,

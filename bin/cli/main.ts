@@ -51,6 +51,7 @@ import {
 } from './experiment.js';
 import { ProgressLine } from './progress.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
+import { runServe } from './serve.js';
 
 const OPTIMIZER_NAMES_TEXT = OPTIMIZER_NAMES.join('|');
 
@@ -73,6 +74,9 @@ Commands:
                           the CDK stack) locally over --docs and --benchmark; writes leaderboard.json,
                           pattern.json, evaluation_results.json and report.html (what \`npm start\` runs)
   optimizer-sim           replay optimizers over a recorded score table (--scores FILE)
+  serve                   serve the query API locally through the Lambda handlers
+                          (--port N, --host 127.0.0.1, --token T; every route but /health needs
+                          "Authorization: Bearer <token>")
   demo                    ingest examples/docs and answer sample searches
 
 Global options:
@@ -200,6 +204,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdExperiment(parse(rest, EXPERIMENT_OPTIONS), io);
       case 'optimizer-sim':
         return await cmdOptimizerSim(parse(rest, OPTIMIZER_SIM_OPTIONS), io);
+      case 'serve':
+        return await runServe(rest);
       case 'demo':
         return await cmdDemo(parse(rest, {}), io);
       case undefined:

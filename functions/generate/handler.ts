@@ -1,4 +1,134 @@
-/** Placeholder entry, replaced by the real handler in this change. */
-export async function handler(): Promise<never> {
-  throw new Error('functions/generate is not wired yet');
+/**
+ * POST /generate (answer + sources + timing) and POST /chat (conversation, last user turn enriched); and, through
+ * a Lambda Function URL in RESPONSE_STREAM mode, `streamHandler` answering as server-sent events.
+ */
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import {
+  ChatRequest,
+  type ChatResponse,
+  GenerateRequest,
+  parseWith,
+} from '../../shared/src/api/schemas.js';
+import { NotFoundError } from '../../shared/src/errors.js';
+import { errorResult, httpHandler, jsonResponse } from '../_shared/http.js';
+import { ragFor, toGenerateResponse } from '../_shared/query.js';
+import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
+import { writeSse } from '../_shared/sse.js';
+
+/**
+ * Builds the generate/chat handler; the route is told by the request path. `deps` replaces parts of the runtime.
+ * @example export const handler = createGenerateHandler();
+ */
+export function createGenerateHandler(deps?: Partial<Runtime>) {
+  const runtime = lazyRuntime(deps);
+  return httpHandler('generate', async (event) => {
+    const route = event.resource ?? event.path;
+    if (route === '/chat' || event.path?.endsWith('/chat')) {
+      const { messages, ...retrieval } = parseWith(ChatRequest, event.body, 'request body');
+      const { rag, modelId } = await ragFor(runtime(), retrieval);
+      const answer = await rag.chat(messages);
+      const body: ChatResponse = {
+        ...toGenerateResponse(answer, modelId),
+        conversation: answer.conversation,
+      };
+      return jsonResponse(200, body);
+    }
+    if (route === '/generate' || event.path?.endsWith('/generate')) {
+      const { question, ...retrieval } = parseWith(GenerateRequest, event.body, 'request body');
+      const { rag, modelId } = await ragFor(runtime(), retrieval);
+      return jsonResponse(200, toGenerateResponse(await rag.generate(question), modelId));
+    }
+    throw new NotFoundError(`no route ${event.httpMethod} ${event.path}`);
+  });
 }
+
+/** Lambda entry point of /generate and /chat. */
+export const handler = createGenerateHandler();
+
+/** The writable side of a Lambda response stream (the subset used here). */
+export interface ResponseStreamLike {
+  write(chunk: string): unknown;
+  end(): void;
+  setContentType?(type: string): void;
+}
+
+/**
+ * The streaming answer, transport-free: parses the Function URL request, then writes SSE frames (or one JSON
+ * error body before any frame, with its status in `onStatus`).
+ */
+export async function streamAnswer(
+  rt: Runtime,
+  event: Pick<APIGatewayProxyEventV2, 'body' | 'isBase64Encoded'>,
+  stream: ResponseStreamLike,
+  onStatus: (statusCode: number, contentType: string) => ResponseStreamLike = () => stream,
+): Promise<void> {
+  let out = stream;
+  try {
+    const text = event.isBase64Encoded
+      ? Buffer.from(event.body ?? '', 'base64').toString('utf8')
+      : (event.body ?? '');
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      raw = undefined;
+    }
+    const { question, ...retrieval } = parseWith(GenerateRequest, raw, 'request body');
+    const { rag, modelId } = await ragFor(rt, retrieval);
+    out = onStatus(200, 'text/event-stream');
+    await writeSse(rag.generateStream(question), (chunk) => void out.write(chunk), {
+      model: modelId,
+    });
+  } catch (error) {
+    const result = errorResult(error);
+    out = onStatus(result.statusCode, 'application/json');
+    out.write(result.body);
+  } finally {
+    out.end();
+  }
+}
+
+/** The subset of the Lambda runtime's `awslambda` global used for response streaming. */
+interface AwsLambdaGlobal {
+  streamifyResponse: (
+    fn: (
+      event: APIGatewayProxyEventV2,
+      stream: ResponseStreamLike,
+      context: Context,
+    ) => Promise<void>,
+  ) => unknown;
+  HttpResponseStream: {
+    from: (
+      stream: ResponseStreamLike,
+      meta: { statusCode: number; headers: Record<string, string> },
+    ) => ResponseStreamLike;
+  };
+}
+
+function lambdaGlobal(): AwsLambdaGlobal | undefined {
+  const g = (globalThis as unknown as { awslambda?: Partial<AwsLambdaGlobal> }).awslambda;
+  return typeof g?.streamifyResponse === 'function' && g.HttpResponseStream
+    ? (g as AwsLambdaGlobal)
+    : undefined;
+}
+
+/**
+ * Creates the response-streaming entry point, or undefined outside the Lambda runtime (where the global
+ * `awslambda` has no `streamifyResponse`).
+ */
+export function createStreamHandler(deps?: Partial<Runtime>): unknown {
+  const lambda = lambdaGlobal();
+  if (!lambda) return undefined;
+  const runtime = lazyRuntime(deps);
+  return lambda.streamifyResponse(async (event, stream) =>
+    streamAnswer(runtime(), event, stream, (statusCode, contentType) =>
+      lambda.HttpResponseStream.from(stream, {
+        statusCode,
+        headers: { 'content-type': contentType, 'cache-control': 'no-cache' },
+      }),
+    ),
+  );
+}
+
+/** Lambda entry point of the Function URL (RESPONSE_STREAM); undefined outside Lambda. */
+export const streamHandler = createStreamHandler();

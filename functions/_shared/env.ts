@@ -1,0 +1,152 @@
+/**
+ * Parsing of the Lambda environment the CDK stack sets. Env records are passed in (shared/src/config.ts owns
+ * `process.env`), so tests inject their own and a bad deployment fails at the first invocation with one message.
+ */
+import { z } from 'zod';
+import { DEFAULT_COLLECTION } from '../../shared/src/defaults.js';
+import { ValidationError } from '../../shared/src/errors.js';
+
+/** An environment record (`ENV` in production, a literal in tests). */
+export type EnvRecord = Readonly<Record<string, string | undefined>>;
+
+/** Vector-store backends a function can serve from. */
+export type FunctionStoreKind = 'pgvector' | 'milvus' | 'pglite';
+
+/**
+ * The chunking-independent part of a promoted pattern that the query functions apply: retrieval and generation
+ * (pattern.json `settings.retrieval` / `settings.generation`), plus the embedding model and chunking it was built
+ * with (used by ingestion).
+ */
+export const ServingPatternSchema = z.object({
+  chunking: z
+    .object({
+      method: z.enum(['recursive', 'hybrid']),
+      chunk_size: z.number().int().min(1),
+      chunk_overlap: z.number().int().min(0),
+    })
+    .loose()
+    .optional(),
+  embedding: z
+    .object({ model_id: z.string().min(1) })
+    .loose()
+    .optional(),
+  retrieval: z
+    .object({
+      method: z.enum(['simple', 'window']),
+      number_of_chunks: z.number().int().min(1).max(100),
+      search_mode: z.enum(['vector', 'hybrid']),
+      window_size: z.number().int().min(0).max(4).optional(),
+      ranker_strategy: z.enum(['', 'rrf', 'weighted', 'normalized']).optional(),
+      ranker_k: z.number().int().min(0).max(100).optional(),
+      ranker_alpha: z.number().min(0).max(1).optional(),
+    })
+    .loose(),
+  generation: z
+    .object({
+      model_id: z.string().min(1),
+      temperature: z.number().min(0).max(2).optional(),
+      max_completion_tokens: z.number().int().min(1).optional(),
+      context_template_text: z.string().optional(),
+      user_message_text: z.string().optional(),
+      system_message_text: z.string().optional(),
+    })
+    .loose()
+    .optional(),
+});
+
+/** The validated serving pattern (a subset of a pattern's `settings`). */
+export type ServingPattern = z.infer<typeof ServingPatternSchema>;
+
+/** Settings of the functions, parsed from the environment. */
+export interface FunctionEnv {
+  store: FunctionStoreKind;
+  collection: string;
+  documentsBucket?: string;
+  artifactsBucket?: string;
+  queueUrls: { ingest?: string; chunk?: string; embed?: string };
+  embeddingModel?: string;
+  foundationModel?: string;
+  openaiBaseUrl?: string;
+  openaiApiKeySecretArn?: string;
+  openaiApiKey?: string;
+  pgvectorSecretArn?: string;
+  milvusTokenSecretArn?: string;
+  servingPattern?: ServingPattern;
+}
+
+function get(env: EnvRecord, name: string): string | undefined {
+  const v = env[name]?.trim();
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/**
+ * Parses the function settings.
+ * @throws {ValidationError} for an unknown AI4RAG_STORE, a collection not starting with "ai4rag", or an
+ * AI4RAG_SERVING_PATTERN that is not a valid pattern `settings` JSON.
+ * @example parseFunctionEnv({ AI4RAG_STORE: 'pgvector', AI4RAG_COLLECTION: 'ai4rag_kb' })
+ */
+export function parseFunctionEnv(env: EnvRecord): FunctionEnv {
+  const store = get(env, 'AI4RAG_STORE') ?? 'pglite';
+  if (store !== 'pgvector' && store !== 'milvus' && store !== 'pglite') {
+    throw new ValidationError(`AI4RAG_STORE must be pgvector, milvus or pglite, got "${store}"`);
+  }
+  const collection = get(env, 'AI4RAG_COLLECTION') ?? DEFAULT_COLLECTION;
+  if (!/^ai4rag[A-Za-z0-9_]*$/.test(collection)) {
+    throw new ValidationError(
+      `AI4RAG_COLLECTION must start with "ai4rag" and hold only letters, digits and _, got "${collection}"`,
+    );
+  }
+  const out: FunctionEnv = { store, collection, queueUrls: {} };
+  const set = <K extends keyof FunctionEnv>(key: K, name: string): void => {
+    const v = get(env, name);
+    if (v !== undefined) (out as unknown as Record<string, unknown>)[key] = v;
+  };
+  set('documentsBucket', 'AI4RAG_DOCUMENTS_BUCKET');
+  set('artifactsBucket', 'AI4RAG_ARTIFACTS_BUCKET');
+  set('embeddingModel', 'AI4RAG_EMBEDDING_MODEL');
+  set('foundationModel', 'AI4RAG_FOUNDATION_MODEL');
+  set('openaiBaseUrl', 'OPENAI_BASE_URL');
+  set('openaiApiKeySecretArn', 'OPENAI_API_KEY_SECRET_ARN');
+  set('openaiApiKey', 'OPENAI_API_KEY');
+  set('pgvectorSecretArn', 'PGVECTOR_SECRET_ARN');
+  set('milvusTokenSecretArn', 'MILVUS_TOKEN_SECRET_ARN');
+  for (const [name, variable] of [
+    ['ingest', 'AI4RAG_INGEST_QUEUE_URL'],
+    ['chunk', 'AI4RAG_CHUNK_QUEUE_URL'],
+    ['embed', 'AI4RAG_EMBED_QUEUE_URL'],
+  ] as const) {
+    const v = get(env, variable);
+    if (v !== undefined) out.queueUrls[name] = v;
+  }
+  const pattern = get(env, 'AI4RAG_SERVING_PATTERN');
+  if (pattern !== undefined) out.servingPattern = parseServingPattern(pattern);
+  return out;
+}
+
+/**
+ * Parses AI4RAG_SERVING_PATTERN: the `settings` object of a pattern.json (a whole pattern.json is accepted too).
+ * @throws {ValidationError} when it is not JSON or misses retrieval settings.
+ */
+export function parseServingPattern(text: string): ServingPattern {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError('AI4RAG_SERVING_PATTERN is not valid JSON', { cause: error });
+  }
+  const settings =
+    raw !== null && typeof raw === 'object' && 'settings' in raw
+      ? (raw as { settings: unknown }).settings
+      : raw;
+  const parsed = ServingPatternSchema.safeParse(settings);
+  if (!parsed.success) {
+    const detail = parsed.error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+      .join('; ');
+    throw new ValidationError(`AI4RAG_SERVING_PATTERN is not a pattern's settings: ${detail}`, {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data;
+}

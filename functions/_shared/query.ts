@@ -1,0 +1,176 @@
+/**
+ * Request → retrieval settings and result shaping shared by the search and generate handlers (and `ai4rag serve`).
+ * The serving pattern (AI4RAG_SERVING_PATTERN) supplies defaults; the request may override k and the fusion.
+ */
+import type { GenerateResponse, SearchResponse } from '../../shared/src/api/schemas.js';
+import {
+  defaultRetrievalFor,
+  LEXICAL_RETRIEVAL,
+  SEMANTIC_RETRIEVAL,
+} from '../../shared/src/defaults.js';
+import type { Embedder } from '../../shared/src/embeddings/types.js';
+import type { RagAnswer, ReferenceDocument } from '../../shared/src/generation/rag-template.js';
+import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
+import { DEFAULT_TEMPLATES, type PromptTemplates } from '../../shared/src/generation/templates.js';
+import {
+  type RetrievedChunk,
+  Retriever,
+  type RetrieverOptions,
+} from '../../shared/src/retrieval/retriever.js';
+import type {
+  MetadataFilter,
+  RankerStrategy,
+  SearchMode,
+  VectorStore,
+} from '../../shared/src/vectorstores/types.js';
+import type { Runtime, RuntimeConfig } from './runtime.js';
+
+/** Retrieval fields of a request body (snake_case, as in the API). */
+export interface RetrievalRequest {
+  k?: number | undefined;
+  search_mode?: SearchMode | undefined;
+  ranker_strategy?: Exclude<RankerStrategy, ''> | undefined;
+  ranker_k?: number | undefined;
+  ranker_alpha?: number | undefined;
+  filter?: MetadataFilter | undefined;
+}
+
+/** Chunks returned when neither the request nor the serving pattern says. */
+export const DEFAULT_K = 5;
+
+/**
+ * Retriever settings for a request: request fields first, then the serving pattern, then the defaults for the
+ * embedding model (as the CLI's `search`). Incompatible combinations are left for the store's validation
+ * (a 400 naming the field).
+ */
+export function retrieverOptionsFor(
+  config: RuntimeConfig,
+  request: RetrievalRequest,
+): RetrieverOptions {
+  const p = config.servingPattern?.retrieval;
+  const defaults = defaultRetrievalFor(config.embeddingModel);
+  const numberOfChunks = request.k ?? p?.number_of_chunks ?? DEFAULT_K;
+  const windowSize = p?.method === 'window' ? (p.window_size ?? 1) : 0;
+  const base: RetrieverOptions = {
+    numberOfChunks,
+    method: windowSize > 0 ? 'window' : 'simple',
+    windowSize,
+    ...(request.filter && { filter: request.filter }),
+  };
+  const searchMode = request.search_mode ?? (p?.search_mode as SearchMode) ?? defaults.searchMode;
+  if (searchMode === 'vector') {
+    return {
+      ...base,
+      searchMode,
+      ...(request.ranker_strategy !== undefined && { rankerStrategy: request.ranker_strategy }),
+      ...(request.ranker_k !== undefined && { rankerK: request.ranker_k }),
+      ...(request.ranker_alpha !== undefined && { rankerAlpha: request.ranker_alpha }),
+    };
+  }
+  const patternStrategy = p?.ranker_strategy === '' ? undefined : p?.ranker_strategy;
+  const rankerStrategy: RankerStrategy =
+    request.ranker_strategy ?? patternStrategy ?? defaults.rankerStrategy;
+  const fromPattern = request.ranker_strategy === undefined && patternStrategy !== undefined;
+  const rankerK =
+    request.ranker_k ??
+    (fromPattern && p?.ranker_k ? p.ranker_k : undefined) ??
+    (rankerStrategy === 'rrf' ? SEMANTIC_RETRIEVAL.rankerK : 0);
+  const defaultAlpha = defaults.rankerStrategy === 'weighted' ? LEXICAL_RETRIEVAL.rankerAlpha : 0.5;
+  const rankerAlpha =
+    request.ranker_alpha ??
+    (fromPattern && p?.ranker_alpha !== undefined && rankerStrategy === 'weighted'
+      ? p.ranker_alpha
+      : undefined) ??
+    (rankerStrategy === 'weighted' ? defaultAlpha : 1);
+  return { ...base, searchMode, rankerStrategy, rankerK, rankerAlpha };
+}
+
+/** Opens the knowledge-base collection for reading (a missing collection is a NotFoundError → 404). */
+export async function openReader(rt: Runtime): Promise<{ store: VectorStore; embedder: Embedder }> {
+  const embedder = await rt.embedder();
+  const store = await rt.openStore(rt.config.collection, embedder);
+  return { store, embedder };
+}
+
+/** A retrieved chunk as the API returns it. */
+export function toSearchHit(hit: RetrievedChunk): SearchResponse['results'][number] {
+  return {
+    id: hit.id,
+    document_key: hit.metadata.document_id,
+    sequence_number: hit.metadata.sequence_number,
+    text: hit.text,
+    score: hit.score ?? null,
+    metadata: hit.metadata,
+  };
+}
+
+/** Runs a search. */
+export async function runSearch(
+  rt: Runtime,
+  query: string,
+  request: RetrievalRequest,
+): Promise<SearchResponse> {
+  const { store } = await openReader(rt);
+  const hits = await new Retriever(store, retrieverOptionsFor(rt.config, request)).retrieve(query);
+  return { query, collection: store.collectionName, results: hits.map(toSearchHit) };
+}
+
+/** Prompt templates of the serving pattern, else the defaults. */
+export function templatesFor(config: RuntimeConfig): PromptTemplates {
+  const g = config.servingPattern?.generation;
+  if (!g) return DEFAULT_TEMPLATES;
+  return {
+    ...DEFAULT_TEMPLATES,
+    ...(g.system_message_text !== undefined && { system: g.system_message_text }),
+    ...(g.user_message_text !== undefined && { user: g.user_message_text }),
+    ...(g.context_template_text !== undefined && { context: g.context_template_text }),
+  };
+}
+
+/** The RAG pipeline for a request, and the model id it answers with. */
+export async function ragFor(
+  rt: Runtime,
+  request: RetrievalRequest,
+): Promise<{ rag: SimpleRAG; modelId: string }> {
+  const { store } = await openReader(rt);
+  const model = await rt.model();
+  const rag = new SimpleRAG({
+    retriever: new Retriever(store, retrieverOptionsFor(rt.config, request)),
+    model,
+    templates: templatesFor(rt.config),
+  });
+  return { rag, modelId: model.modelId };
+}
+
+/** A source as the API returns it. */
+export function toReference(d: ReferenceDocument): GenerateResponse['reference_documents'][number] {
+  return {
+    document_key: d.documentId,
+    sequence_number: d.sequenceNumber,
+    text: d.text,
+    score: d.score ?? null,
+    chunk_ids: d.chunkIds,
+  };
+}
+
+/** Timing in the API's snake_case, rounded to 0.1 ms. */
+export function toTiming(t: RagAnswer['timing']): GenerateResponse['timing'] {
+  const r = (x: number): number => Math.round(x * 10) / 10;
+  return {
+    retrieve_ms: r(t.retrieveMs),
+    rerank_ms: r(t.rerankMs),
+    generate_ms: r(t.generateMs),
+    total_ms: r(t.totalMs),
+  };
+}
+
+/** An answer as the API returns it. */
+export function toGenerateResponse(answer: RagAnswer, modelId: string): GenerateResponse {
+  return {
+    answer: answer.answer,
+    question: answer.question,
+    model: modelId,
+    reference_documents: answer.referenceDocuments.map(toReference),
+    timing: toTiming(answer.timing),
+  };
+}

@@ -1,0 +1,480 @@
+/**
+ * What a handler needs besides its event: object stores, queues, embedders, models and vector stores. The AWS
+ * runtime builds them from the environment (S3, SQS, Secrets Manager, RDS or Zilliz); the local runtime from a
+ * data folder (files, in-process queues, PGlite). Everything is created once per container, on first use.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import pg from 'pg';
+import type { ChunkingMethod, ChunkingOptions } from '../../shared/src/chunking/types.js';
+import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
+import { DEFAULT_CHUNKING } from '../../shared/src/defaults.js';
+import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
+import type { Embedder } from '../../shared/src/embeddings/types.js';
+import { ValidationError } from '../../shared/src/errors.js';
+import {
+  LOCAL_EXTRACTIVE_MODEL_ID,
+  LocalExtractiveModel,
+} from '../../shared/src/generation/local-extractive.js';
+import { OpenAIFoundationModel } from '../../shared/src/generation/openai-model.js';
+import type { FoundationModel } from '../../shared/src/generation/types.js';
+import { FsObjectStore, type ObjectStore } from '../../shared/src/ports/object-store.js';
+import { pgVectorConfigFromEnv } from '../../shared/src/vectorstores/config.js';
+import { milvusConfigFromEnv } from '../../shared/src/vectorstores/milvus/config.js';
+import { MilvusVectorStore } from '../../shared/src/vectorstores/milvus/milvus-store.js';
+import { PgVectorStore } from '../../shared/src/vectorstores/pgvector/pgvector-store.js';
+import {
+  fromPgPool,
+  openPglite,
+  type SqlClient,
+} from '../../shared/src/vectorstores/sql-client.js';
+import type { VectorStore } from '../../shared/src/vectorstores/types.js';
+import {
+  type EnvRecord,
+  type FunctionEnv,
+  type FunctionStoreKind,
+  parseFunctionEnv,
+  type ServingPattern,
+} from './env.js';
+import { InProcessQueue, SqsWorkQueue, type WorkQueue } from './queue.js';
+import { S3ObjectStore } from './s3-object-store.js';
+import { getSecretJson, getSecretToken } from './secrets.js';
+
+/** Queues of the knowledge-base flow. */
+export type QueueName = 'ingest' | 'chunk' | 'embed';
+
+/** Settings the handlers read. */
+export interface RuntimeConfig {
+  collection: string;
+  store: FunctionStoreKind;
+  /** Embedding model of the knowledge base (serving pattern, else AI4RAG_EMBEDDING_MODEL, else the local one). */
+  embeddingModel: string;
+  /** Chunking of the knowledge base (serving pattern, else the defaults). */
+  chunking: ChunkingOptions;
+  servingPattern?: ServingPattern;
+}
+
+/** Options of {@link Runtime.openStore}. */
+export interface OpenStoreOptions {
+  /** Writers create a missing collection; readers (the default) get a NotFoundError. */
+  createIfMissing?: boolean;
+}
+
+/** Everything a handler needs besides its event. */
+export interface Runtime {
+  /** Artifacts bucket (S3) or a folder (local): batches, manifests, statuses. */
+  objectStore: ObjectStore;
+  /** Documents bucket (S3) or a folder (local). */
+  documents: ObjectStore;
+  queue(name: QueueName): WorkQueue;
+  /** Cached per model id; default {@link RuntimeConfig.embeddingModel}. */
+  embedder(modelId?: string): Promise<Embedder>;
+  /** OpenAI-compatible when OPENAI_BASE_URL is set, else the local extractive model. Cached per id. */
+  model(modelId?: string): Promise<FoundationModel>;
+  /** Cached per (collection, embedding model); the stores share one connection pool. */
+  openStore(
+    collection: string,
+    embedder: Embedder,
+    options?: OpenStoreOptions,
+  ): Promise<VectorStore>;
+  config: RuntimeConfig;
+  /**
+   * A short-lived URL a client PUTs a document to (S3 pre-signed URL; `ai4rag serve` installs its own).
+   * Absent when uploads are not possible.
+   */
+  presignUpload?(key: string, contentType: string, expiresInSeconds: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** A lazily created value; `peek` tells whether creation started (so `close` never creates to destroy). */
+interface Memo<T> {
+  (): Promise<T>;
+  peek(): Promise<T> | undefined;
+}
+
+function memo<T>(create: () => Promise<T>): Memo<T> {
+  let value: Promise<T> | undefined;
+  const get = (() => {
+    value ??= create().catch((error: unknown) => {
+      value = undefined;
+      throw error;
+    });
+    return value;
+  }) as Memo<T>;
+  get.peek = () => value;
+  return get;
+}
+
+function keyedMemo<T>(): (key: string, create: () => Promise<T>) => Promise<T> {
+  const cache = new Map<string, Promise<T>>();
+  return (key, create) => {
+    let value = cache.get(key);
+    if (!value) {
+      value = create().catch((error: unknown) => {
+        cache.delete(key);
+        throw error;
+      });
+      cache.set(key, value);
+    }
+    return value;
+  };
+}
+
+function runtimeConfig(fenv: FunctionEnv): RuntimeConfig {
+  const p = fenv.servingPattern;
+  const chunking: ChunkingOptions = p?.chunking
+    ? {
+        method: p.chunking.method as ChunkingMethod,
+        chunkSize: p.chunking.chunk_size,
+        chunkOverlap: p.chunking.chunk_overlap,
+      }
+    : { ...DEFAULT_CHUNKING };
+  return {
+    collection: fenv.collection,
+    store: fenv.store,
+    embeddingModel: p?.embedding?.model_id ?? fenv.embeddingModel ?? DEFAULT_EMBEDDING_MODEL,
+    chunking,
+    ...(p && { servingPattern: p }),
+  };
+}
+
+/** How the OpenAI-compatible API key is found: a secret (cloud) or a plain value (local). */
+type ApiKeySource = () => Promise<string | undefined>;
+
+function modelFactory(
+  fenv: FunctionEnv,
+  apiKey: ApiKeySource,
+): (modelId?: string) => Promise<FoundationModel> {
+  const cache = keyedMemo<FoundationModel>();
+  return (modelId) => {
+    const id =
+      modelId ??
+      fenv.servingPattern?.generation?.model_id ??
+      fenv.foundationModel ??
+      LOCAL_EXTRACTIVE_MODEL_ID;
+    return cache(id, async () => {
+      if (id === LOCAL_EXTRACTIVE_MODEL_ID || id === 'local') return new LocalExtractiveModel();
+      if (!fenv.openaiBaseUrl) {
+        throw new ValidationError(
+          `foundation model "${id}" needs an OpenAI-compatible endpoint (OPENAI_BASE_URL)`,
+        );
+      }
+      const g = fenv.servingPattern?.generation;
+      return new OpenAIFoundationModel({
+        baseURL: fenv.openaiBaseUrl,
+        apiKey: (await apiKey()) ?? '',
+        model: id,
+        ...(g?.temperature !== undefined && { temperature: g.temperature }),
+        ...(g?.max_completion_tokens !== undefined && {
+          maxCompletionTokens: g.max_completion_tokens,
+        }),
+        // Behind API Gateway's 29 s limit a call must give up in time to answer.
+        timeoutMs: 25_000,
+        maxRetries: 1,
+      });
+    });
+  };
+}
+
+function embedderFactory(
+  config: RuntimeConfig,
+  fenv: FunctionEnv,
+  apiKey: ApiKeySource,
+): (modelId?: string) => Promise<Embedder> {
+  const cache = keyedMemo<Embedder>();
+  return (modelId) => {
+    const id = modelId ?? config.embeddingModel;
+    return cache(id, async () => {
+      const local = id === 'local' || id.startsWith('local/');
+      const key = local ? undefined : await apiKey();
+      return createEmbedder(
+        id,
+        fenv.openaiBaseUrl && key !== undefined
+          ? { openai: { baseURL: fenv.openaiBaseUrl, apiKey: key } }
+          : {},
+      );
+    });
+  };
+}
+
+/** AWS SDK clients of the AWS runtime; tests inject clients mocked with aws-sdk-client-mock. */
+export interface AwsClients {
+  s3?: S3Client;
+  sqs?: SQSClient;
+  secrets?: SecretsManagerClient;
+}
+
+/**
+ * The runtime of the deployed functions. Nothing is created before it is used: importing a handler, or
+ * building this runtime, makes no AWS call.
+ * @throws {ValidationError} for invalid settings (unknown store, bad serving pattern).
+ * @example const runtime = createAwsRuntime(ENV);
+ */
+export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runtime {
+  const fenv = parseFunctionEnv(env);
+  const config = runtimeConfig(fenv);
+  let s3: S3Client | undefined = clients.s3;
+  let sqs: SQSClient | undefined = clients.sqs;
+  let secrets: SecretsManagerClient | undefined = clients.secrets;
+  const s3Client = (): S3Client => (s3 ??= new S3Client({}));
+  const sqsClient = (): SQSClient => (sqs ??= new SQSClient({}));
+  const secretsClient = (): SecretsManagerClient => (secrets ??= new SecretsManagerClient({}));
+
+  const apiKey: ApiKeySource = async () =>
+    fenv.openaiApiKeySecretArn
+      ? getSecretToken(secretsClient(), fenv.openaiApiKeySecretArn, [
+          'apiKey',
+          'api_key',
+          'OPENAI_API_KEY',
+        ])
+      : fenv.openaiApiKey;
+
+  const bucket = (name: string | undefined, variable: string): string => {
+    if (!name) throw new ValidationError(`${variable} is not set`);
+    return name;
+  };
+  let objectStore: ObjectStore | undefined;
+  let documents: ObjectStore | undefined;
+  const queues = new Map<QueueName, WorkQueue>();
+
+  const sqlClient = memo<SqlClient>(async () => {
+    const base = pgVectorConfigFromEnv(env);
+    let secret: Record<string, unknown> = {};
+    if (fenv.pgvectorSecretArn)
+      secret = await getSecretJson(secretsClient(), fenv.pgvectorSecretArn);
+    const str = (v: unknown): string | undefined =>
+      typeof v === 'string' && v !== '' ? v : undefined;
+    const sslMode = env.PGVECTOR_SSLMODE ?? 'require';
+    const pool = new pg.Pool({
+      host: env.PGVECTOR_HOST ? base.host : (str(secret.host) ?? base.host),
+      port: env.PGVECTOR_PORT ? base.port : Number(secret.port ?? base.port),
+      database: env.PGVECTOR_DB ? base.database : (str(secret.dbname) ?? base.database),
+      user: str(secret.username) ?? base.user,
+      ...((str(secret.password) ?? base.password) !== undefined && {
+        password: str(secret.password) ?? base.password,
+      }),
+      // One Lambda container serves one request at a time: a small pool keeps RDS connections bounded.
+      max: 2,
+      connectionTimeoutMillis: 10_000,
+      keepAlive: true,
+      ...(sslMode !== 'disable' && { ssl: { rejectUnauthorized: sslMode === 'verify-full' } }),
+    });
+    return fromPgPool(pool, { ownsPool: true });
+  });
+  const milvusToken = memo<string | undefined>(async () =>
+    fenv.milvusTokenSecretArn
+      ? getSecretToken(secretsClient(), fenv.milvusTokenSecretArn, ['token', 'apiKey', 'api_key'])
+      : env.MILVUS_TOKEN,
+  );
+  const stores = keyedMemo<VectorStore>();
+  const openedStores: VectorStore[] = [];
+
+  return {
+    get objectStore() {
+      objectStore ??= new S3ObjectStoreLazy(s3Client, () =>
+        bucket(fenv.artifactsBucket, 'AI4RAG_ARTIFACTS_BUCKET'),
+      );
+      return objectStore;
+    },
+    get documents() {
+      documents ??= new S3ObjectStoreLazy(s3Client, () =>
+        bucket(fenv.documentsBucket, 'AI4RAG_DOCUMENTS_BUCKET'),
+      );
+      return documents;
+    },
+    queue(name) {
+      let q = queues.get(name);
+      if (!q) {
+        const url = fenv.queueUrls[name];
+        if (!url) throw new ValidationError(`AI4RAG_${name.toUpperCase()}_QUEUE_URL is not set`);
+        q = new SqsWorkQueue(sqsClient(), url);
+        queues.set(name, q);
+      }
+      return q;
+    },
+    embedder: embedderFactory(config, fenv, apiKey),
+    model: modelFactory(fenv, apiKey),
+    openStore(collection, embedder, options = {}) {
+      return stores(`${collection}\u0000${embedder.modelId}`, async () => {
+        const common = {
+          embedder,
+          collectionName: collection,
+          createIfMissing: options.createIfMissing ?? false,
+        };
+        let store: VectorStore;
+        if (config.store === 'milvus') {
+          const token = await milvusToken();
+          store = await MilvusVectorStore.create({
+            config: milvusConfigFromEnv({
+              ...env,
+              ...(token !== undefined && { MILVUS_TOKEN: token }),
+            }),
+            ...common,
+          });
+        } else if (config.store === 'pgvector') {
+          store = await PgVectorStore.create({ client: await sqlClient(), ...common });
+        } else {
+          throw new ValidationError('AI4RAG_STORE=pglite is for the local runtime only');
+        }
+        openedStores.push(store);
+        return store;
+      });
+    },
+    config,
+    presignUpload: (key, contentType, expiresIn) =>
+      getSignedUrl(
+        s3Client(),
+        new PutObjectCommand({
+          Bucket: bucket(fenv.documentsBucket, 'AI4RAG_DOCUMENTS_BUCKET'),
+          Key: key,
+          ContentType: contentType,
+        }),
+        { expiresIn },
+      ),
+    async close() {
+      for (const store of openedStores.splice(0)) await store.close();
+      await (await sqlClient.peek()?.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/** An S3 store whose client and bucket are resolved on first call (so a missing bucket fails then, not at import). */
+class S3ObjectStoreLazy implements ObjectStore {
+  #inner: S3ObjectStore | undefined;
+  constructor(
+    private readonly client: () => S3Client,
+    private readonly bucket: () => string,
+  ) {}
+  #store(): S3ObjectStore {
+    this.#inner ??= new S3ObjectStore(this.client(), this.bucket());
+    return this.#inner;
+  }
+  get(key: string) {
+    return this.#store().get(key);
+  }
+  put(key: string, body: Uint8Array | string, contentType?: string) {
+    return this.#store().put(key, body, contentType);
+  }
+  delete(key: string) {
+    return this.#store().delete(key);
+  }
+  list(prefix: string) {
+    return this.#store().list(prefix);
+  }
+  exists(key: string) {
+    return this.#store().exists(key);
+  }
+}
+
+/** Options of {@link createLocalRuntime}. */
+export interface LocalRuntimeOptions {
+  /** Root of the local data: `<dataDir>/artifacts`, `<dataDir>/documents`, PGlite in `<dataDir>/pglite`. */
+  dataDir: string;
+  /** Folder of the documents (instead of `<dataDir>/documents`). */
+  documentsDir?: string;
+  /** Environment record (collection, models, OPENAI_*). @default {} */
+  env?: EnvRecord;
+  /** Keep the vector store in memory (tests). @default false */
+  inMemory?: boolean;
+}
+
+/** The local runtime, with its in-process queues exposed so the caller binds them to the local handlers. */
+export interface LocalRuntime extends Runtime {
+  readonly queues: Readonly<Record<QueueName, InProcessQueue>>;
+}
+
+/**
+ * The runtime of one machine: files instead of S3, in-process queues instead of SQS, PGlite (with pgvector) in
+ * `<dataDir>/pglite` shared by every collection. Bind the queues to the handlers (`bindLocalQueues`) to run the
+ * whole knowledge-base flow in process.
+ * @example const runtime = createLocalRuntime({ dataDir: '.ai4rag' });
+ */
+export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
+  const env = options.env ?? {};
+  const fenv = parseFunctionEnv({ ...env, AI4RAG_STORE: 'pglite' });
+  const config = runtimeConfig(fenv);
+  const dataDir = resolve(options.dataDir);
+  const apiKey: ApiKeySource = async () => fenv.openaiApiKey;
+  const client = memo<SqlClient>(async () => {
+    if (options.inMemory) return openPglite({});
+    mkdirSync(join(dataDir, 'pglite'), { recursive: true });
+    return openPglite({ dataDir: join(dataDir, 'pglite') });
+  });
+  const stores = keyedMemo<VectorStore>();
+  const openedStores: VectorStore[] = [];
+  const queues = {
+    ingest: new InProcessQueue('ingest'),
+    chunk: new InProcessQueue('chunk'),
+    embed: new InProcessQueue('embed'),
+  };
+  return {
+    objectStore: new FsObjectStore(join(dataDir, 'artifacts')),
+    documents: new FsObjectStore(options.documentsDir ?? join(dataDir, 'documents')),
+    queues,
+    queue: (name) => queues[name],
+    embedder: embedderFactory(config, fenv, apiKey),
+    model: modelFactory(fenv, apiKey),
+    openStore(collection, embedder, openOptions = {}) {
+      return stores(`${collection}\u0000${embedder.modelId}`, async () => {
+        const store = await PgVectorStore.create({
+          client: await client(),
+          embedder,
+          collectionName: collection,
+          createIfMissing: openOptions.createIfMissing ?? false,
+        });
+        openedStores.push(store);
+        return store;
+      });
+    },
+    config,
+    async close() {
+      for (const store of openedStores.splice(0)) await store.close();
+      await (await client.peek()?.catch(() => undefined))?.close();
+    },
+  };
+}
+
+let defaultRuntime: Runtime | undefined;
+
+/**
+ * The container's runtime: AWS when the documents bucket is configured (the CDK stack sets it), else local in
+ * AI4RAG_DATA_DIR. Built once, on first use.
+ */
+export function getDefaultRuntime(): Runtime {
+  defaultRuntime ??=
+    ENV.AI4RAG_DOCUMENTS_BUCKET !== undefined
+      ? createAwsRuntime(ENV)
+      : createLocalRuntime({ dataDir: DEFAULT_DATA_DIR, env: ENV });
+  return defaultRuntime;
+}
+
+const RUNTIME_KEYS: readonly (keyof Runtime)[] = [
+  'objectStore',
+  'documents',
+  'queue',
+  'embedder',
+  'model',
+  'openStore',
+  'config',
+  'close',
+];
+
+/**
+ * A handler's runtime: the injected parts, completed by the container's default runtime only when something is
+ * missing — resolved on first invocation, never at import.
+ * @example const runtime = lazyRuntime(deps); ... const store = await runtime().openStore(...)
+ */
+export function lazyRuntime(deps: Partial<Runtime> = {}): () => Runtime {
+  let runtime: Runtime | undefined;
+  return () => {
+    if (!runtime) {
+      const complete = RUNTIME_KEYS.every((k) => deps[k] !== undefined);
+      runtime = complete ? (deps as Runtime) : { ...getDefaultRuntime(), ...deps };
+    }
+    return runtime;
+  };
+}

@@ -1,0 +1,330 @@
+/**
+ * Request and response schemas of every Query-API route. The handlers validate bodies with them and
+ * `openapi.ts` turns them into `docs/openapi.json`, so the contract and its documentation cannot drift.
+ * Field names are snake_case, as ai4rag's service API.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+
+/** Error body of every non-2xx answer. */
+export const ErrorResponse = z
+  .object({
+    error: z.object({
+      code: z.string().meta({ description: 'machine-readable code, e.g. validation_error' }),
+      message: z.string(),
+    }),
+  })
+  .meta({ id: 'ErrorResponse' });
+
+const MetadataFilter = z
+  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+  .meta({ description: 'equality filter over chunk metadata (all keys must match)' });
+
+/** Retrieval settings a caller may override (the serving pattern or the defaults fill the rest). */
+const RetrievalFields = {
+  k: z.number().int().min(1).max(100).optional().meta({ description: 'chunks to retrieve' }),
+  search_mode: z.enum(['vector', 'hybrid']).optional(),
+  ranker_strategy: z.enum(['rrf', 'weighted', 'normalized']).optional(),
+  ranker_k: z.number().int().min(1).max(100).optional(),
+  ranker_alpha: z.number().min(0).lt(1).optional(),
+  filter: MetadataFilter.optional(),
+};
+
+/** POST /search body: a query and optional retrieval overrides. */
+export const SearchRequest = z
+  .strictObject({ query: z.string().trim().min(1).max(10_000), ...RetrievalFields })
+  .meta({ id: 'SearchRequest' });
+/** Parsed POST /search body. */
+export type SearchRequest = z.infer<typeof SearchRequest>;
+
+/** One search hit: the chunk, its document key and score (null when the store gives none). */
+export const SearchHitSchema = z
+  .object({
+    id: z.string(),
+    document_key: z.string(),
+    sequence_number: z.number().int(),
+    text: z.string(),
+    score: z.number().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'SearchHit' });
+
+/** POST /search answer. */
+export const SearchResponse = z
+  .object({ query: z.string(), collection: z.string(), results: z.array(SearchHitSchema) })
+  .meta({ id: 'SearchResponse' });
+/** POST /search answer, typed. */
+export type SearchResponse = z.infer<typeof SearchResponse>;
+
+/** POST /generate and POST /stream body. */
+export const GenerateRequest = z
+  .strictObject({ question: z.string().trim().min(1).max(10_000), ...RetrievalFields })
+  .meta({ id: 'GenerateRequest' });
+/** Parsed POST /generate body. */
+export type GenerateRequest = z.infer<typeof GenerateRequest>;
+
+const ChatMessageSchema = z
+  .strictObject({
+    role: z.enum(['system', 'user', 'assistant']),
+    content: z.string().max(100_000),
+  })
+  .meta({ id: 'ChatMessage' });
+
+/** POST /chat body: the conversation so far, ending with a user turn. */
+export const ChatRequest = z
+  .strictObject({ messages: z.array(ChatMessageSchema).min(1).max(100), ...RetrievalFields })
+  .meta({ id: 'ChatRequest' });
+/** Parsed POST /chat body. */
+export type ChatRequest = z.infer<typeof ChatRequest>;
+
+const ReferenceDocumentSchema = z
+  .object({
+    document_key: z.string(),
+    sequence_number: z.number().int(),
+    text: z.string(),
+    score: z.number().nullable(),
+    chunk_ids: z.array(z.string()),
+  })
+  .meta({ id: 'ReferenceDocument' });
+
+const TimingSchema = z
+  .object({
+    retrieve_ms: z.number(),
+    rerank_ms: z.number(),
+    generate_ms: z.number(),
+    total_ms: z.number(),
+  })
+  .meta({ id: 'Timing' });
+
+/** POST /generate answer: text, model, sources and per-step timing. */
+export const GenerateResponse = z
+  .object({
+    answer: z.string(),
+    question: z.string(),
+    model: z.string(),
+    reference_documents: z.array(ReferenceDocumentSchema),
+    timing: TimingSchema,
+  })
+  .meta({ id: 'GenerateResponse' });
+/** POST /generate answer, typed. */
+export type GenerateResponse = z.infer<typeof GenerateResponse>;
+
+/** POST /chat answer: as /generate, plus the conversation ready for the next turn. */
+export const ChatResponse = GenerateResponse.extend({
+  conversation: z.array(ChatMessageSchema),
+}).meta({ id: 'ChatResponse' });
+/** POST /chat answer, typed. */
+export type ChatResponse = z.infer<typeof ChatResponse>;
+
+/** Ingestion status of a document in the knowledge-base flow. */
+export const DocumentStatus = z.enum(['pending', 'indexed', 'failed']).meta({
+  id: 'DocumentStatus',
+});
+/** Ingestion status, typed. */
+export type DocumentStatus = z.infer<typeof DocumentStatus>;
+
+/** A document as the documents routes return it (store record merged with its ingestion status). */
+export const DocumentSchema = z
+  .object({
+    document_key: z.string(),
+    status: DocumentStatus,
+    content_hash: z.string().nullable(),
+    chunk_count: z.number().int(),
+    updated_at: z.string().nullable(),
+    error: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'Document' });
+/** A document view, typed. */
+export type DocumentView = z.infer<typeof DocumentSchema>;
+
+/** GET /documents query string (strings coerced: API Gateway passes them as text). */
+export const ListDocumentsQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(1000).default(50),
+    cursor: z.string().max(2048).optional(),
+  })
+  .meta({ id: 'ListDocumentsQuery' });
+
+/** GET /documents answer; `next_cursor` null on the last page. */
+export const ListDocumentsResponse = z
+  .object({ documents: z.array(DocumentSchema), next_cursor: z.string().nullable() })
+  .meta({ id: 'ListDocumentsResponse' });
+
+/** DELETE /documents/{id} answer. */
+export const DeleteDocumentResponse = z
+  .object({ document_key: z.string(), deleted: z.literal(true), chunks_deleted: z.number().int() })
+  .meta({ id: 'DeleteDocumentResponse' });
+
+/** Longest accepted document key (S3's own key limit). */
+export const MAX_DOCUMENT_KEY_LENGTH = 1024;
+
+/** POST /uploads body: the document key to upload to. */
+export const UploadRequest = z
+  .strictObject({
+    key: z.string().min(1).max(MAX_DOCUMENT_KEY_LENGTH),
+    content_type: z.string().min(1).max(255).optional(),
+  })
+  .meta({ id: 'UploadRequest' });
+/** Parsed POST /uploads body. */
+export type UploadRequest = z.infer<typeof UploadRequest>;
+
+/** POST /uploads answer: where and how to PUT the file. */
+export const UploadResponse = z
+  .object({
+    key: z.string(),
+    url: z.string(),
+    method: z.literal('PUT'),
+    headers: z.record(z.string(), z.string()),
+    expires_in: z.number().int(),
+  })
+  .meta({ id: 'UploadResponse' });
+
+/** GET /stats answer. */
+export const StatsResponse = z
+  .object({
+    collection: z.string(),
+    store: z.string(),
+    documents: z.number().int(),
+    chunks: z.number().int(),
+    dimension: z.number().int().nullable(),
+    embedding_model: z.string().nullable(),
+    by_status: z.record(z.string(), z.number().int()),
+  })
+  .meta({ id: 'StatsResponse' });
+
+/** GET /health answer. */
+export const HealthResponse = z
+  .object({ status: z.literal('ok'), collection: z.string(), store: z.string() })
+  .meta({ id: 'HealthResponse' });
+
+/** One documented route: what the OpenAPI generator needs. */
+export interface RouteSpec {
+  method: 'get' | 'post' | 'delete';
+  path: string;
+  summary: string;
+  operationId: string;
+  request?: z.ZodType;
+  query?: z.ZodObject;
+  pathParams?: string[];
+  response: z.ZodType;
+  /** Status codes besides 200 the route may answer (each with ErrorResponse). */
+  errors: number[];
+  /** Server-sent events instead of JSON. */
+  stream?: boolean;
+  /** Needs no bearer token. */
+  public?: boolean;
+}
+
+/** Every route of the Query API, in documentation order. */
+export const ROUTES: readonly RouteSpec[] = [
+  {
+    method: 'post',
+    path: '/search',
+    summary: 'Search the knowledge base',
+    operationId: 'search',
+    request: SearchRequest,
+    response: SearchResponse,
+    errors: [400, 401, 404, 415],
+  },
+  {
+    method: 'post',
+    path: '/generate',
+    summary: 'Answer a question with cited sources and per-step timing',
+    operationId: 'generate',
+    request: GenerateRequest,
+    response: GenerateResponse,
+    errors: [400, 401, 404, 415],
+  },
+  {
+    method: 'post',
+    path: '/chat',
+    summary: 'Continue a conversation; the last user turn is enriched with retrieved passages',
+    operationId: 'chat',
+    request: ChatRequest,
+    response: ChatResponse,
+    errors: [400, 401, 404, 415],
+  },
+  {
+    method: 'post',
+    path: '/stream',
+    summary: 'Answer a question as server-sent events: sources, token*, done',
+    operationId: 'stream',
+    request: GenerateRequest,
+    response: z.string(),
+    errors: [400, 401, 404],
+    stream: true,
+  },
+  {
+    method: 'get',
+    path: '/documents',
+    summary: 'List indexed documents (paged)',
+    operationId: 'listDocuments',
+    query: ListDocumentsQuery,
+    response: ListDocumentsResponse,
+    errors: [400, 401],
+  },
+  {
+    method: 'get',
+    path: '/documents/{id}',
+    summary: 'One document and its ingestion status (id: the URL-encoded document key)',
+    operationId: 'getDocument',
+    pathParams: ['id'],
+    response: DocumentSchema,
+    errors: [400, 401, 404],
+  },
+  {
+    method: 'delete',
+    path: '/documents/{id}',
+    summary: 'Delete a document: its object and its chunks',
+    operationId: 'deleteDocument',
+    pathParams: ['id'],
+    response: DeleteDocumentResponse,
+    errors: [400, 401, 404],
+  },
+  {
+    method: 'post',
+    path: '/uploads',
+    summary: 'A short-lived pre-signed PUT URL to upload a document',
+    operationId: 'createUpload',
+    request: UploadRequest,
+    response: UploadResponse,
+    errors: [400, 401, 415],
+  },
+  {
+    method: 'get',
+    path: '/stats',
+    summary: 'Collection statistics and document counts by status',
+    operationId: 'stats',
+    response: StatsResponse,
+    errors: [401],
+  },
+  {
+    method: 'get',
+    path: '/health',
+    summary: 'Liveness',
+    operationId: 'health',
+    response: HealthResponse,
+    errors: [],
+    public: true,
+  },
+];
+
+/**
+ * Validates a value against a schema, turning zod issues into one readable {@link ValidationError} (HTTP 400).
+ * @throws {ValidationError} naming each offending field.
+ * @example const body = parseWith(SearchRequest, event.body, 'request body');
+ */
+export function parseWith<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  what: string,
+): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const detail = parsed.error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+    .join('; ');
+  throw new ValidationError(`invalid ${what}: ${detail}`, { cause: parsed.error });
+}

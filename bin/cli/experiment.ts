@@ -40,6 +40,7 @@ export const EXPERIMENT_OPTIONS: OptionSpec = {
   'embedding-models': { type: 'string' },
   'sample-questions': { type: 'string' },
   metric: { type: 'string' },
+  'judge-model': { type: 'string' },
   quiet: { type: 'boolean' },
 };
 
@@ -152,6 +153,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     }),
     ...(list(str(p, 'embedding-models')) && { embeddingModels: list(str(p, 'embedding-models')) }),
     ...(str(p, 'metric') !== undefined && { optimizationMetric: str(p, 'metric') }),
+    ...(str(p, 'judge-model') !== undefined && { judgeModel: str(p, 'judge-model') }),
     ...(searchSpaceFile !== undefined && {
       searchSpace: await readJsonFile(searchSpaceFile, 'search space'),
     }),

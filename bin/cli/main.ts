@@ -120,7 +120,8 @@ experiment:
   --foundation-models A,B  foundation model ids (default local/extractive-v1)
   --embedding-models A,B   embedding model ids (default local/feature-hash-v1-384)
   --sample-questions N     use a seeded sample of N benchmark questions (default all)
-  --metric NAME            optimization metric (default overall_score)
+  --metric NAME            optimization metric (default overall_score; answer_relevance needs --judge-model)
+  --judge-model ID         an OpenAI-compatible chat model that judges answer_relevance (LLM-as-a-judge)
   --experiment-id ID       re-running with the same id resumes from the recorded trials
   --out DIR                also copy the four artefacts to DIR
   --record-table FILE      evaluate every valid configuration and write {rows:[{config, score}]}

@@ -50,8 +50,16 @@ export const ExperimentInputSchema = z.strictObject({
   /** Use at most this many benchmark questions (seeded sample, 42 as ai4rag's pipeline); 0 = all. */
   benchmarkSampleSize: z.number().int().min(0).default(0),
   optimizationMetric: z
-    .enum(['overall_score', 'answer_correctness', 'faithfulness', 'context_correctness'])
+    .enum([
+      'overall_score',
+      'answer_correctness',
+      'faithfulness',
+      'context_correctness',
+      'answer_relevance',
+    ])
     .default('overall_score'),
+  /** A chat model that judges answer_relevance (ai4rag's LLM-as-a-judge); off when absent. */
+  judgeModel: z.string().trim().min(1).max(200).optional(),
   /** Earlier results `{<param>: value, …, score}` (warm start; they use no budget). */
   knownObservations: z.array(z.record(z.string(), z.unknown())).default([]),
   skipPreSelection: z.boolean().default(false),
@@ -75,6 +83,14 @@ export function parseExperimentInput(input: unknown): ExperimentInput {
       .map((i) => `${i.path.length > 0 ? i.path.join('.') : '(input)'}: ${i.message}`)
       .join('; ');
     throw new ValidationError(`Invalid experiment input: ${problems}`);
+  }
+  if (
+    parsed.data.optimizationMetric === 'answer_relevance' &&
+    parsed.data.judgeModel === undefined
+  ) {
+    throw new ValidationError(
+      "Invalid experiment input: optimizationMetric 'answer_relevance' requires a 'judge' evaluator (set judgeModel).",
+    );
   }
   return parsed.data;
 }

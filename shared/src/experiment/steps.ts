@@ -14,6 +14,7 @@ import type { Embedder } from '../embeddings/types.js';
 import { Ai4ragError, NotFoundError, toError, ValidationError } from '../errors.js';
 import { type BenchmarkQuestion, parseBenchmark } from '../evaluation/benchmark.js';
 import { bootstrapCi } from '../evaluation/bootstrap.js';
+import { judgeAnswerRelevance } from '../evaluation/judge.js';
 import { questionMetrics } from '../evaluation/retrieval-metrics.js';
 import { round4, scoreEvaluationData } from '../evaluation/score.js';
 import { LOCAL_EXTRACTIVE_MODEL_ID, LocalExtractiveModel } from '../generation/local-extractive.js';
@@ -716,6 +717,7 @@ const METRIC_DESCRIPTIONS: Record<string, string> = {
   faithfulness: 'Token precision of the answer against the retrieved contexts (unitxt).',
   context_correctness: 'MRR of the first gold document among the retrieved contexts (unitxt).',
   overall_score: 'Mean of the other metrics means (ai4rag custom).',
+  answer_relevance: 'LLM judge: does the answer address the question (1-5 mapped to 0-1).',
   abstention_accuracy:
     'Unanswerable questions answered with "cannot answer" and answerable ones answered.',
   'recall@5': 'Fraction of gold documents among the first 5 distinct retrieved documents.',
@@ -782,7 +784,7 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
     }
     log.emit(
       'info',
-      `Evaluating RAG Pattern '${plan.patternName}' using ['unitxt', 'retrieval'].`,
+      `Evaluating RAG Pattern '${plan.patternName}' using ['unitxt', 'retrieval'${state.input.judgeModel === undefined ? '' : ", 'judge'"}].`,
       'evaluation',
     );
     const okIdx = answers.flatMap((a, i) => (a.ok ? [i] : []));
@@ -852,8 +854,37 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
         ],
       };
     });
+    const judged =
+      state.input.judgeModel === undefined
+        ? undefined
+        : await judgeAnswerRelevance(
+            await deps.model(state.input.judgeModel),
+            okIdx.map((i) => ({
+              question: (questions[i] as BenchmarkQuestion).question,
+              answer: (answers[i] as { answer: string }).answer,
+            })),
+          );
+    if (judged !== undefined) {
+      okIdx.forEach((qi, j) => {
+        evaluation[qi]?.metrics.push({
+          name: 'answer_relevance',
+          evaluator: 'judge',
+          score: judged.values[j] ?? null,
+        });
+      });
+    }
     const metrics: PatternMetric[] = [
       ...scored.metrics.map((m) => ({ ...m })),
+      ...(judged === undefined
+        ? []
+        : [
+            {
+              name: 'answer_relevance',
+              evaluator: 'judge',
+              scores: judged.scores,
+              model_id: state.input.judgeModel,
+            } as PatternMetric,
+          ]),
       metricEntry('abstention_accuracy', 'custom', abstention),
       ...(['recall@5', 'mrr@10', 'ndcg@10'] as const).map((name) =>
         metricEntry(name, 'retrieval', retrievalValues[name]),

@@ -31,6 +31,8 @@ export interface PatternMetric {
   evaluator: string;
   description?: string;
   scores: MetricScores;
+  /** The judge model, for judge metrics. */
+  model_id?: string;
   optimization_metric?: true;
 }
 

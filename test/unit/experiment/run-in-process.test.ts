@@ -121,3 +121,58 @@ describe('runExperimentInProcess', () => {
     expect(evaluation[1]?.answer).toMatch(/cannot answer/);
   });
 });
+
+describe('runExperimentInProcess with an LLM judge', () => {
+  it('adds answer_relevance per question and as an aggregate, and can optimize it', async () => {
+    // Prepare
+    const deps = await createTestExperimentDeps(DOCS);
+    const local = deps.model;
+    deps.model = async (id) =>
+      id === 'judge-model'
+        ? {
+            modelId: 'judge-model',
+            chat: async () => ({ content: "```json\n{'score': 4}\n```" }),
+            async *chatStream() {
+              yield '';
+            },
+          }
+        : local(id);
+    await putJson(deps.artifacts, 'inputs/benchmark.json', BENCHMARK);
+
+    try {
+      // Act
+      const artefacts = await runExperimentInProcess({
+        deps,
+        input: {
+          experimentId: 'exp-judge',
+          benchmarkKey: 'inputs/benchmark.json',
+          maxEvals: 1,
+          judgeModel: 'judge-model',
+          optimizationMetric: 'answer_relevance',
+        },
+        embedBatch: deps.embedBatch,
+        render: { report: renderReport, leaderboard: buildLeaderboard },
+      });
+
+      // Assess
+      const pattern = await getJson<PatternPayload>(deps.artifacts, artefacts.patternKey as string);
+      const relevance = pattern.evaluation.metrics.find((m) => m.name === 'answer_relevance');
+      expect(relevance).toMatchObject({
+        evaluator: 'judge',
+        model_id: 'judge-model',
+        optimization_metric: true,
+        scores: { mean: 0.75 },
+      });
+      expect(artefacts.best?.score).toBe(0.75);
+      const evaluation = await getJson<{ metrics: { name: string; score: number | null }[] }[]>(
+        deps.artifacts,
+        artefacts.evaluationResultsKey as string,
+      );
+      expect(
+        evaluation.map((q) => q.metrics.find((m) => m.name === 'answer_relevance')?.score),
+      ).toEqual([0.75, 0.75]);
+    } finally {
+      await deps.close();
+    }
+  });
+});

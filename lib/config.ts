@@ -1,0 +1,324 @@
+/**
+ * Deploy configuration of the CDK app. It comes from CDK context (`cdk.json` defaults, overridden with
+ * `-c key=value` on the command line, where every value arrives as a string), so numbers and booleans are
+ * coerced here, and every problem is reported at once in one {@link DeployConfigError} that fails synth
+ * before any construct is built.
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
+import { ValidationError } from '../shared/src/errors.js';
+
+/** Invalid deploy configuration (CDK context or serving pattern): synth stops with this message. */
+export class DeployConfigError extends ValidationError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'DeployConfigError';
+  }
+}
+
+/** Embedding model used when no OpenAI-compatible endpoint is configured (the local embedder). */
+export const LOCAL_EMBEDDING_MODEL = 'local';
+/** Foundation model used when no OpenAI-compatible endpoint is configured (local extractive answers). */
+export const LOCAL_FOUNDATION_MODEL = 'local/extractive-v1';
+/**
+ * Largest serving-pattern JSON passed as an environment variable. Lambda caps all variables of a function
+ * at 4 KB together, and the other variables need about 1 KB.
+ */
+export const MAX_SERVING_PATTERN_BYTES = 3000;
+
+const isLocalModel = (id: string): boolean => id === 'local' || id.startsWith('local/');
+
+/** `-c flag=false` arrives as the string 'false'; cdk.json gives a real boolean. */
+const contextBoolean = (fallback: boolean) =>
+  z.preprocess(
+    (value) => (value === 'true' ? true : value === 'false' ? false : value),
+    z.boolean({ error: 'must be true or false' }).default(fallback),
+  );
+
+const optionalText = z.preprocess(
+  (value) => (typeof value === 'string' && value.trim() === '' ? undefined : value),
+  z.string().trim().min(1).optional(),
+);
+
+const httpsUrl = z.url({
+  protocol: /^https$/,
+  error: (issue) =>
+    issue.input === undefined
+      ? 'is required'
+      : `must be an https URL (got ${JSON.stringify(issue.input)})`,
+});
+
+/** Secrets Manager secret names: 1–512 characters of letters, digits and /_+=.@- . */
+const secretName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9/_+=.@-]{1,512}$/,
+    'must be a Secrets Manager secret name ([A-Za-z0-9/_+=.@-])',
+  );
+
+/**
+ * The raw context keys and their rules. Unknown context keys (CDK feature flags) are ignored.
+ */
+export const deployContextSchema = z.object({
+  vectorStore: z.enum(['pgvector', 'zilliz'], {
+    error: (issue) =>
+      `must be 'pgvector' or 'zilliz' (got ${issue.input === undefined ? 'nothing' : JSON.stringify(issue.input)})`,
+  }),
+  zillizUri: httpsUrl.optional(),
+  zillizTokenSecretName: secretName.default('ai4rag/zilliz-token'),
+  openaiBaseUrl: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  ),
+  embeddingModel: optionalText,
+  foundationModel: optionalText,
+  openaiApiKeySecretName: secretName.default('ai4rag/openai-api-key'),
+  servingPattern: optionalText,
+  trialConcurrency: z.coerce
+    .number({ error: 'must be an integer from 1 to 10' })
+    .int('must be an integer from 1 to 10')
+    .min(1, 'must be an integer from 1 to 10')
+    .max(10, 'must be an integer from 1 to 10')
+    .default(2),
+  apiAuth: z.enum(['iam', 'apiKey'], { error: "must be 'iam' or 'apiKey'" }).default('iam'),
+  collection: z
+    .string()
+    .regex(
+      /^[A-Za-z_][A-Za-z0-9_]{0,62}$/,
+      'must start with a letter or underscore and hold only letters, digits and underscores (at most 63)',
+    )
+    .default('ai4rag_default'),
+  dbDeletionProtection: contextBoolean(true),
+  dbMultiAz: contextBoolean(false),
+  dbInstanceType: z
+    .string()
+    .regex(/^[a-z0-9]+\.[a-z0-9]+$/, "must be an instance type such as 't4g.small'")
+    .default('t4g.small'),
+  autoDeleteBuckets: contextBoolean(false),
+  alarmEmail: z.email('must be an e-mail address').optional(),
+});
+
+/** Raw context after coercion and defaults, before cross-field rules. */
+export type DeployContext = z.output<typeof deployContextSchema>;
+
+/** The context keys the app reads (everything else in the context is ignored). */
+export const DEPLOY_CONTEXT_KEYS: readonly (keyof DeployContext)[] = Object.keys(
+  deployContextSchema.shape,
+) as (keyof DeployContext)[];
+
+/** The fields of a promoted `pattern.json` that search and generate need. Extra fields are dropped. */
+export const servingPatternSchema = z.object({
+  name: z.string().min(1),
+  settings: z.object({
+    vector_store_binding: z.object({ provider_type: z.string(), collection_name: z.string() }),
+    chunking: z
+      .object({
+        method: z.string(),
+        chunk_size: z.number().int().positive(),
+        chunk_overlap: z.number().int().nonnegative(),
+        include_metadata: z.boolean().optional(),
+      })
+      .optional(),
+    embedding: z.object({
+      model_id: z.string().min(1),
+      embedding_params: z
+        .object({
+          embedding_dimension: z.number().int().positive(),
+          context_length: z.number().int().positive().nullable(),
+        })
+        .optional(),
+    }),
+    retrieval: z.object({
+      method: z.string().min(1),
+      number_of_chunks: z.number().int().positive(),
+      search_mode: z.string().min(1),
+      window_size: z.number().int().nonnegative().optional(),
+      ranker_strategy: z.string().optional(),
+      ranker_k: z.number().nonnegative().optional(),
+      ranker_alpha: z.number().min(0).max(1).optional(),
+    }),
+    generation: z.object({
+      model_id: z.string().min(1),
+      temperature: z.number().min(0).max(2),
+      max_completion_tokens: z.number().int().positive(),
+      context_template_text: z.string(),
+      user_message_text: z.string(),
+      system_message_text: z.string(),
+      language: z.object({ code: z.string(), name: z.string() }),
+    }),
+  }),
+});
+
+/** The promoted pattern as passed to search and generate (`AI4RAG_SERVING_PATTERN`). */
+export type ServingPattern = z.output<typeof servingPatternSchema>;
+
+/** The validated deploy configuration the stack is built from. */
+export interface DeployConfig {
+  vectorStore: 'pgvector' | 'zilliz';
+  /** Set for 'zilliz' only. */
+  zilliz?: { uri: string; tokenSecretName: string };
+  /** OpenAI-compatible endpoint; absent means the local embedder and extractive model. */
+  openai?: { baseUrl: string; apiKeySecretName: string };
+  embeddingModel: string;
+  foundationModel: string;
+  servingPattern?: ServingPattern;
+  trialConcurrency: number;
+  apiAuth: 'iam' | 'apiKey';
+  collection: string;
+  database: { deletionProtection: boolean; multiAz: boolean; instanceType: string };
+  autoDeleteBuckets: boolean;
+  alarmEmail?: string;
+}
+
+/** Options of {@link parseDeployConfig}. */
+export interface ParseDeployConfigOptions {
+  /** Directory a relative `servingPattern` path is resolved against (default: the process cwd). */
+  baseDir?: string;
+  /** Reads the serving pattern file (default: `fs.readFileSync(path, 'utf8')`). */
+  readFile?: (path: string) => string;
+}
+
+const formatIssues = (issues: readonly z.core.$ZodIssue[], prefix = ''): string[] =>
+  issues.map((issue) => {
+    const path = issue.path.map(String).join('.');
+    const where = prefix + path;
+    return where === '' ? issue.message : `${where}: ${issue.message}`;
+  });
+
+const fail = (problems: string[], cause?: unknown): never => {
+  throw new DeployConfigError(
+    `Invalid deploy configuration (CDK context): ${problems.join('; ')}`,
+    cause === undefined ? undefined : { cause },
+  );
+};
+
+function loadServingPattern(
+  path: string,
+  options: ParseDeployConfigOptions,
+): { pattern?: ServingPattern; problems: string[] } {
+  const file = isAbsolute(path) ? path : resolve(options.baseDir ?? process.cwd(), path);
+  let text: string;
+  try {
+    text = (options.readFile ?? ((p: string) => readFileSync(p, 'utf8')))(file);
+  } catch (error) {
+    return { problems: [`servingPattern: cannot read ${file} (${(error as Error).message})`] };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return { problems: [`servingPattern: ${file} is not JSON (${(error as Error).message})`] };
+  }
+  const parsed = servingPatternSchema.safeParse(json);
+  if (!parsed.success) return { problems: formatIssues(parsed.error.issues, 'servingPattern.') };
+  const bytes = Buffer.byteLength(JSON.stringify(parsed.data), 'utf8');
+  if (bytes > MAX_SERVING_PATTERN_BYTES) {
+    return {
+      problems: [
+        `servingPattern: ${bytes} bytes as JSON, more than the ${MAX_SERVING_PATTERN_BYTES} that fit in a Lambda environment variable (shorten the prompt templates)`,
+      ],
+    };
+  }
+  return { pattern: parsed.data, problems: [] };
+}
+
+/**
+ * Validates the CDK context into a {@link DeployConfig}, reading the serving pattern file if one is named.
+ * All problems are collected into one message so a user fixes them in one round.
+ *
+ * @throws {DeployConfigError} when any context value or the serving pattern is invalid.
+ * @example
+ * const config = parseDeployConfig({ vectorStore: 'zilliz', zillizUri: 'https://x.zillizcloud.com' });
+ * new Ai4ragStack(app, 'Ai4rag', { config });
+ */
+export function parseDeployConfig(
+  context: Readonly<Record<string, unknown>>,
+  options: ParseDeployConfigOptions = {},
+): DeployConfig {
+  const parsed = deployContextSchema.safeParse(context);
+  if (!parsed.success) return fail(formatIssues(parsed.error.issues), parsed.error);
+  const ctx = parsed.data;
+  const problems: string[] = [];
+
+  if (ctx.vectorStore === 'zilliz' && ctx.zillizUri === undefined) {
+    problems.push("zillizUri: is required when vectorStore is 'zilliz' (an https URL)");
+  }
+  let pattern: ServingPattern | undefined;
+  if (ctx.servingPattern !== undefined) {
+    const loaded = loadServingPattern(ctx.servingPattern, options);
+    // Without a readable pattern the model checks below would only add noise.
+    if (loaded.problems.length > 0) return fail([...problems, ...loaded.problems]);
+    pattern = loaded.pattern;
+  }
+  const patternEmbedding = pattern?.settings.embedding.model_id;
+  if (
+    ctx.embeddingModel !== undefined &&
+    patternEmbedding !== undefined &&
+    ctx.embeddingModel !== patternEmbedding
+  ) {
+    problems.push(
+      `embeddingModel: '${ctx.embeddingModel}' differs from the serving pattern's '${patternEmbedding}' (queries and index must use one model)`,
+    );
+  }
+  const embeddingModel =
+    ctx.embeddingModel ??
+    patternEmbedding ??
+    (ctx.openaiBaseUrl === undefined ? LOCAL_EMBEDDING_MODEL : undefined);
+  const foundationModel =
+    ctx.foundationModel ??
+    pattern?.settings.generation.model_id ??
+    (ctx.openaiBaseUrl === undefined ? LOCAL_FOUNDATION_MODEL : undefined);
+  if (ctx.openaiBaseUrl === undefined) {
+    for (const [key, id] of [
+      ['embeddingModel', embeddingModel],
+      ['foundationModel', foundationModel],
+    ] as const) {
+      if (id !== undefined && !isLocalModel(id)) {
+        problems.push(`${key}: '${id}' is not a local model, so openaiBaseUrl is required`);
+      }
+    }
+  } else {
+    if (embeddingModel === undefined) {
+      problems.push('embeddingModel: is required when openaiBaseUrl is set');
+    }
+    if (foundationModel === undefined) {
+      problems.push('foundationModel: is required when openaiBaseUrl is set');
+    }
+  }
+  if (problems.length > 0 || embeddingModel === undefined || foundationModel === undefined) {
+    return fail(problems);
+  }
+
+  return {
+    vectorStore: ctx.vectorStore,
+    ...(ctx.vectorStore === 'zilliz' && ctx.zillizUri !== undefined
+      ? { zilliz: { uri: ctx.zillizUri, tokenSecretName: ctx.zillizTokenSecretName } }
+      : {}),
+    ...(ctx.openaiBaseUrl !== undefined
+      ? { openai: { baseUrl: ctx.openaiBaseUrl, apiKeySecretName: ctx.openaiApiKeySecretName } }
+      : {}),
+    embeddingModel,
+    foundationModel,
+    ...(pattern !== undefined ? { servingPattern: pattern } : {}),
+    trialConcurrency: ctx.trialConcurrency,
+    apiAuth: ctx.apiAuth,
+    collection: ctx.collection,
+    database: {
+      deletionProtection: ctx.dbDeletionProtection,
+      multiAz: ctx.dbMultiAz,
+      instanceType: ctx.dbInstanceType,
+    },
+    autoDeleteBuckets: ctx.autoDeleteBuckets,
+    ...(ctx.alarmEmail !== undefined ? { alarmEmail: ctx.alarmEmail } : {}),
+  };
+}
+
+/**
+ * Reads the deploy context keys from a construct's node (the CDK `App`), ready for {@link parseDeployConfig}.
+ */
+export function readDeployContext(node: {
+  tryGetContext(key: string): unknown;
+}): Record<string, unknown> {
+  return Object.fromEntries(DEPLOY_CONTEXT_KEYS.map((key) => [key, node.tryGetContext(key)]));
+}

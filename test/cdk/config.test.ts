@@ -1,0 +1,314 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEPLOY_CONTEXT_KEYS,
+  DeployConfigError,
+  MAX_SERVING_PATTERN_BYTES,
+  parseDeployConfig,
+  readDeployContext,
+} from '../../lib/config.js';
+import { ValidationError } from '../../shared/src/errors.js';
+
+const PATTERN = {
+  name: 'Pattern3',
+  max_combinations: 12,
+  evaluation: { metrics: [] },
+  duration_seconds: 40,
+  iteration: 2,
+  settings: {
+    vector_store_binding: { provider_type: 'pgvector', collection_name: 'ai4rag_p3' },
+    chunking: { method: 'recursive', chunk_size: 512, chunk_overlap: 64, include_metadata: true },
+    embedding: {
+      model_id: 'text-embedding-3-small',
+      embedding_params: { embedding_dimension: 1536, context_length: 8191 },
+    },
+    retrieval: {
+      method: 'simple',
+      number_of_chunks: 5,
+      search_mode: 'hybrid',
+      ranker_strategy: 'rrf',
+      ranker_k: 60,
+    },
+    generation: {
+      model_id: 'gpt-4o-mini',
+      temperature: 0.1,
+      max_completion_tokens: 512,
+      context_template_text: '{document}',
+      user_message_text: 'Context: {reference_documents}\nQuestion: {question}',
+      system_message_text: 'Answer from the context only.',
+      language: { code: 'en', name: 'English' },
+    },
+  },
+};
+
+const OPENAI = { openaiBaseUrl: 'https://models.example.com/v1' };
+
+function errorOf(run: () => unknown): Error {
+  try {
+    run();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected an error');
+}
+
+describe('parseDeployConfig', () => {
+  it('applies the defaults for a pgvector deployment with local models', () => {
+    // Prepare
+    const context = { vectorStore: 'pgvector' };
+
+    // Act
+    const config = parseDeployConfig(context);
+
+    // Assess
+    expect(config).toEqual({
+      vectorStore: 'pgvector',
+      embeddingModel: 'local',
+      foundationModel: 'local/extractive-v1',
+      trialConcurrency: 2,
+      apiAuth: 'iam',
+      collection: 'ai4rag_default',
+      database: { deletionProtection: true, multiAz: false, instanceType: 't4g.small' },
+      autoDeleteBuckets: false,
+    });
+  });
+
+  it('builds the zilliz and OpenAI settings with the default secret names', () => {
+    // Prepare
+    const context = {
+      vectorStore: 'zilliz',
+      zillizUri: 'https://in01-abc.zillizcloud.com',
+      ...OPENAI,
+      embeddingModel: 'text-embedding-3-small',
+      foundationModel: 'gpt-4o-mini',
+    };
+
+    // Act
+    const config = parseDeployConfig(context);
+
+    // Assess
+    expect(config.zilliz).toEqual({
+      uri: 'https://in01-abc.zillizcloud.com',
+      tokenSecretName: 'ai4rag/zilliz-token',
+    });
+    expect(config.openai).toEqual({
+      baseUrl: 'https://models.example.com/v1',
+      apiKeySecretName: 'ai4rag/openai-api-key',
+    });
+  });
+
+  it('coerces the strings that -c flags pass', () => {
+    // Prepare
+    const context = {
+      vectorStore: 'pgvector',
+      trialConcurrency: '7',
+      dbDeletionProtection: 'false',
+      dbMultiAz: 'true',
+      autoDeleteBuckets: 'true',
+      apiAuth: 'apiKey',
+    };
+
+    // Act
+    const config = parseDeployConfig(context);
+
+    // Assess
+    expect(config.trialConcurrency).toBe(7);
+    expect(config.database).toEqual({
+      deletionProtection: false,
+      multiAz: true,
+      instanceType: 't4g.small',
+    });
+    expect(config.autoDeleteBuckets).toBe(true);
+    expect(config.apiAuth).toBe('apiKey');
+  });
+
+  it("rejects vectorStore 'foo' with the one clear message", () => {
+    // Act
+    const error = errorOf(() => parseDeployConfig({ vectorStore: 'foo' }));
+
+    // Assess
+    expect(error).toBeInstanceOf(DeployConfigError);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message).toBe(
+      `Invalid deploy configuration (CDK context): vectorStore: must be 'pgvector' or 'zilliz' (got "foo")`,
+    );
+  });
+
+  it('rejects zilliz without a URI', () => {
+    // Act
+    const error = errorOf(() => parseDeployConfig({ vectorStore: 'zilliz' }));
+
+    // Assess
+    expect(error.message).toBe(
+      "Invalid deploy configuration (CDK context): zillizUri: is required when vectorStore is 'zilliz' (an https URL)",
+    );
+  });
+
+  it('rejects a zilliz URI that is not https', () => {
+    // Act
+    const error = errorOf(() =>
+      parseDeployConfig({ vectorStore: 'zilliz', zillizUri: 'http://in01.zillizcloud.com' }),
+    );
+
+    // Assess
+    expect(error.message).toBe(
+      'Invalid deploy configuration (CDK context): zillizUri: must be an https URL (got "http://in01.zillizcloud.com")',
+    );
+  });
+
+  it('reports every invalid key in one message', () => {
+    // Act
+    const error = errorOf(() =>
+      parseDeployConfig({
+        vectorStore: 'pgvector',
+        trialConcurrency: 11,
+        apiAuth: 'cognito',
+        collection: '9bad-name',
+      }),
+    );
+
+    // Assess
+    expect(error.message).toBe(
+      'Invalid deploy configuration (CDK context): trialConcurrency: must be an integer from 1 to 10; ' +
+        "apiAuth: must be 'iam' or 'apiKey'; " +
+        'collection: must start with a letter or underscore and hold only letters, digits and underscores (at most 63)',
+    );
+  });
+
+  it('rejects trialConcurrency 0 and 2.5', () => {
+    // Act
+    const zero = errorOf(() => parseDeployConfig({ vectorStore: 'pgvector', trialConcurrency: 0 }));
+    const fraction = errorOf(() =>
+      parseDeployConfig({ vectorStore: 'pgvector', trialConcurrency: '2.5' }),
+    );
+
+    // Assess
+    expect(zero.message).toContain('trialConcurrency: must be an integer from 1 to 10');
+    expect(fraction.message).toContain('trialConcurrency: must be an integer from 1 to 10');
+  });
+
+  it('requires an endpoint for a remote model and models for an endpoint', () => {
+    // Act
+    const remoteWithoutEndpoint = errorOf(() =>
+      parseDeployConfig({ vectorStore: 'pgvector', embeddingModel: 'text-embedding-3-small' }),
+    );
+    const endpointWithoutModels = errorOf(() =>
+      parseDeployConfig({ vectorStore: 'pgvector', ...OPENAI }),
+    );
+
+    // Assess
+    expect(remoteWithoutEndpoint.message).toBe(
+      "Invalid deploy configuration (CDK context): embeddingModel: 'text-embedding-3-small' is not a local model, so openaiBaseUrl is required",
+    );
+    expect(endpointWithoutModels.message).toBe(
+      'Invalid deploy configuration (CDK context): embeddingModel: is required when openaiBaseUrl is set; ' +
+        'foundationModel: is required when openaiBaseUrl is set',
+    );
+  });
+
+  it('reads the serving pattern relative to baseDir and takes its models', () => {
+    // Prepare
+    const read: string[] = [];
+    const readFile = (path: string): string => {
+      read.push(path);
+      return JSON.stringify(PATTERN);
+    };
+
+    // Act
+    const config = parseDeployConfig(
+      { vectorStore: 'pgvector', ...OPENAI, servingPattern: 'patterns/p3.json' },
+      { baseDir: '/deploy', readFile },
+    );
+
+    // Assess
+    expect(read).toEqual(['/deploy/patterns/p3.json']);
+    expect(config.embeddingModel).toBe('text-embedding-3-small');
+    expect(config.foundationModel).toBe('gpt-4o-mini');
+    expect(config.servingPattern).toEqual({ name: 'Pattern3', settings: PATTERN.settings });
+  });
+
+  it('rejects a serving pattern whose embedding model differs from embeddingModel', () => {
+    // Act
+    const error = errorOf(() =>
+      parseDeployConfig(
+        {
+          vectorStore: 'pgvector',
+          ...OPENAI,
+          embeddingModel: 'bge-small',
+          servingPattern: '/p.json',
+        },
+        { readFile: () => JSON.stringify(PATTERN) },
+      ),
+    );
+
+    // Assess
+    expect(error.message).toBe(
+      "Invalid deploy configuration (CDK context): embeddingModel: 'bge-small' differs from the serving pattern's 'text-embedding-3-small' (queries and index must use one model)",
+    );
+  });
+
+  it('names the missing fields of an invalid serving pattern', () => {
+    // Prepare
+    const broken = structuredClone(PATTERN) as { settings: Record<string, unknown> };
+    delete broken.settings.retrieval;
+
+    // Act
+    const error = errorOf(() =>
+      parseDeployConfig(
+        { vectorStore: 'pgvector', ...OPENAI, servingPattern: '/p.json' },
+        { readFile: () => JSON.stringify(broken) },
+      ),
+    );
+
+    // Assess
+    expect(error.message).toMatch(
+      /^Invalid deploy configuration \(CDK context\): servingPattern\.settings\.retrieval: /,
+    );
+  });
+
+  it('rejects an unreadable, a non-JSON and an oversized serving pattern', () => {
+    // Prepare
+    const huge = structuredClone(PATTERN);
+    huge.settings.generation.system_message_text = 'x'.repeat(MAX_SERVING_PATTERN_BYTES);
+    const parse = (readFile: () => string) => () =>
+      parseDeployConfig(
+        { vectorStore: 'pgvector', ...OPENAI, servingPattern: '/p.json' },
+        { readFile },
+      );
+
+    // Act
+    const missing = errorOf(
+      parse(() => {
+        throw new Error('ENOENT');
+      }),
+    );
+    const notJson = errorOf(parse(() => '{'));
+    const tooBig = errorOf(parse(() => JSON.stringify(huge)));
+
+    // Assess
+    expect(missing.message).toBe(
+      'Invalid deploy configuration (CDK context): servingPattern: cannot read /p.json (ENOENT)',
+    );
+    expect(notJson.message).toMatch(/servingPattern: \/p\.json is not JSON/);
+    expect(tooBig.message).toMatch(
+      /servingPattern: \d+ bytes as JSON, more than the 3000 that fit in a Lambda environment variable/,
+    );
+  });
+});
+
+describe('readDeployContext', () => {
+  it('reads exactly the deploy keys from a construct node', () => {
+    // Prepare
+    const node = {
+      tryGetContext: (key: string): unknown =>
+        key === 'vectorStore' ? 'zilliz' : key === '@aws-cdk/core:flag' ? true : undefined,
+    };
+
+    // Act
+    const context = readDeployContext(node);
+
+    // Assess
+    expect(Object.keys(context).sort()).toEqual([...DEPLOY_CONTEXT_KEYS].sort());
+    expect(context.vectorStore).toBe('zilliz');
+    expect(context.trialConcurrency).toBeUndefined();
+  });
+});

@@ -302,11 +302,11 @@ export const ROUTES: readonly RouteSpec[] = [
   {
     method: 'get',
     path: '/health',
-    summary: 'Liveness',
+    summary:
+      'Liveness (authenticated like every route of the deployed API; `ai4rag serve` leaves it open)',
     operationId: 'health',
     response: HealthResponse,
-    errors: [],
-    public: true,
+    errors: [401],
   },
 ];
 

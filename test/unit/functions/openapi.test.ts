@@ -49,7 +49,9 @@ describe('docs/openapi.json', () => {
       '404',
       '415',
     ]);
-    expect(doc.paths['/health']?.get?.security).toEqual([]);
+    // The deployed API authenticates every route, /health included: no route opts out of the global security.
+    expect(doc.paths['/health']?.get?.security).toBeUndefined();
+    expect(Object.keys(doc.paths['/health']?.get?.responses ?? {})).toEqual(['200', '401']);
     expect(JSON.stringify(doc)).not.toContain('$defs');
   });
 });

@@ -176,3 +176,55 @@ describe('runExperimentInProcess with an LLM judge', () => {
     }
   });
 });
+
+describe('runExperimentInProcess with known observations', () => {
+  it('offsets pattern numbers by the known observations, never re-runs them, and spends no budget on them', async () => {
+    // Prepare
+    const deps = await createTestExperimentDeps(DOCS);
+    await putJson(deps.artifacts, 'inputs/benchmark.json', BENCHMARK);
+    const base = {
+      foundation_model: 'local/extractive-v1',
+      embedding_model: 'local/feature-hash-v1-384',
+      chunking_method: 'recursive',
+      chunk_size: 512,
+      chunk_overlap: 0,
+      retrieval_method: 'simple',
+      window_size: 0,
+      search_mode: 'vector',
+      ranker_strategy: '',
+      ranker_k: 0,
+      ranker_alpha: 1,
+    };
+
+    try {
+      // Act
+      await runExperimentInProcess({
+        deps,
+        input: {
+          experimentId: 'exp-known',
+          benchmarkKey: 'inputs/benchmark.json',
+          maxEvals: 2,
+          optimizer: 'random',
+          searchSpace: { chunk_size: [512], chunk_overlap: [0], number_of_chunks: [3, 5] },
+          knownObservations: [
+            { ...base, number_of_chunks: 3, score: 0.1 },
+            { ...base, number_of_chunks: 5, score: 0.2 },
+          ],
+        },
+        embedBatch: deps.embedBatch,
+        render: { report: renderReport, leaderboard: buildLeaderboard },
+      });
+
+      // Assess
+      const state = await readState(deps.artifacts, 'experiments/exp-known/');
+      expect(state.trials.map((t) => t.pattern_name)).toEqual(['Pattern3', 'Pattern4']);
+      expect(state.trials.map((t) => t.iteration)).toEqual([2, 3]);
+      const known = (c: Record<string, unknown>) =>
+        c.chunking_method === 'recursive' && c.search_mode === 'vector';
+      expect(state.trials.some((t) => known(t.config))).toBe(false);
+      expect(state.knownObservations).toHaveLength(2);
+    } finally {
+      await deps.close();
+    }
+  });
+});

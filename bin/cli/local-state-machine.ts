@@ -5,6 +5,7 @@
  */
 import type { Context } from 'aws-lambda';
 import type { ExperimentListeners } from '../../functions/_shared/experiment.js';
+import { localContext } from '../../functions/_shared/local.js';
 import type { Runtime } from '../../functions/_shared/runtime.js';
 import { createEmbedBatchHandler } from '../../functions/embed-batch/handler.js';
 import { createEvaluateHandler } from '../../functions/evaluate/handler.js';
@@ -56,23 +57,6 @@ export interface LocalExperimentResult {
   output: unknown;
   /** States entered, with how many times, in first-entered order. */
   states: { name: string; type: string; count: number }[];
-}
-
-function fakeContext(functionName: string): Context {
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '1024',
-    awsRequestId: `local-${Math.random().toString(16).slice(2, 10)}`,
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => 900_000,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
 }
 
 /**
@@ -145,7 +129,7 @@ export async function runLocalExperiment(
       );
     }
     overrides[stateName] = (async (input: unknown) =>
-      (await handler(input, fakeContext(functionId))) ?? null) as never;
+      (await handler(input, localContext(functionId))) ?? null) as never;
   }
   const machine = new StateMachine(definition as never, {
     validationOptions: { checkArn: false, checkPaths: true },

@@ -14,7 +14,11 @@ import type { ChunkingOptions } from '../../shared/src/chunking/types.js';
 import { loadBytes } from '../../shared/src/documents/load.js';
 import type { LoadedDocument } from '../../shared/src/documents/types.js';
 import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
-import { readChunkBatch, writeChunkBatches } from '../../shared/src/ingest/batches.js';
+import {
+  ChunkingOptionsSchema,
+  readChunkBatch,
+  writeChunkBatches,
+} from '../../shared/src/ingest/batches.js';
 import { indexingKey } from '../../shared/src/ingest/pipeline.js';
 import { getJson, type ObjectStore, putJson } from '../../shared/src/ports/object-store.js';
 import { batches as sliceBatches } from '../../shared/src/util/concurrency.js';
@@ -74,11 +78,7 @@ async function writeStatus(
 export const ChunkRequestSchema = z.object({
   collection: z.string().min(1),
   embeddingModel: z.string().min(1),
-  chunking: z.object({
-    method: z.enum(['recursive', 'hybrid']),
-    chunkSize: z.number().int(),
-    chunkOverlap: z.number().int(),
-  }),
+  chunking: ChunkingOptionsSchema,
   documentId: z.string().min(1),
   contentHash: z.string().min(1),
   sourceKey: z.string().min(1),

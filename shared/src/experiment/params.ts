@@ -213,13 +213,7 @@ export function patternSettings(
       chunk_overlap: s.chunking.chunkOverlap,
       include_metadata: s.chunking.method === 'hybrid',
     },
-    embedding: {
-      model_id: s.embeddingModel,
-      embedding_params: {
-        embedding_dimension: embeddingDimension,
-        context_length: s.embeddingContextLength,
-      },
-    },
+    embedding: indexingParams(s, embeddingDimension).embedding,
     retrieval: {
       method: r.method,
       number_of_chunks: r.numberOfChunks,
@@ -231,5 +225,24 @@ export function patternSettings(
         r.rankerStrategy === 'weighted' && { ranker_alpha: r.rankerAlpha }),
     },
     generation: gen,
+  };
+}
+
+/**
+ * One question's evaluation input (ai4rag's `EvaluationData`) from a benchmark question and the RAG answer: the
+ * contexts are the passages sent to the model, identified by their document keys.
+ */
+export function evaluationItem(
+  q: { questionId: string; correctAnswers: string[]; documentKeys: string[] },
+  answer: string,
+  references: readonly { text: string; documentId: string }[],
+) {
+  return {
+    question_id: q.questionId,
+    answer,
+    contexts: references.map((r) => r.text),
+    context_ids: references.map((r) => r.documentId),
+    ground_truths: q.correctAnswers,
+    ground_truths_context_ids: q.documentKeys,
   };
 }

@@ -21,7 +21,7 @@ import {
 import { Retriever } from '../retrieval/retriever.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { VectorStore } from '../vectorstores/types.js';
-import { sha256Hex } from './params.js';
+import { evaluationItem, sha256Hex } from './params.js';
 import type { ExperimentDeps } from './steps.js';
 
 /** The fixed pattern of pre-selection (ai4rag's MPS constants). */
@@ -99,17 +99,9 @@ export async function preselectModels(options: PreselectOptions): Promise<ModelS
             rag.generate(q.question),
           );
           const scored = scoreEvaluationData(
-            answers.map((a, qi) => {
-              const q = sample[qi] as BenchmarkQuestion;
-              return {
-                question_id: q.questionId,
-                answer: a.answer,
-                contexts: a.referenceDocuments.map((r) => r.text),
-                context_ids: a.referenceDocuments.map((r) => r.documentId),
-                ground_truths: q.correctAnswers,
-                ground_truths_context_ids: q.documentKeys,
-              };
-            }),
+            answers.map((a, qi) =>
+              evaluationItem(sample[qi] as BenchmarkQuestion, a.answer, a.referenceDocuments),
+            ),
           );
           const overall = scored.metrics.find((m) => m.name === 'overall_score');
           pairs.push({ foundationModel, embeddingModel, score: overall?.scores.mean ?? null });

@@ -56,6 +56,7 @@ import {
   writeState,
 } from './ledger.js';
 import {
+  evaluationItem,
   indexCollectionName,
   indexingParams,
   patternSettings,
@@ -790,20 +791,8 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
     const okIdx = answers.flatMap((a, i) => (a.ok ? [i] : []));
     const scored = scoreEvaluationData(
       okIdx.map((i) => {
-        const q = questions[i] as BenchmarkQuestion;
-        const a = answers[i] as {
-          ok: true;
-          answer: string;
-          refs: { documentId: string; text: string }[];
-        };
-        return {
-          question_id: q.questionId,
-          answer: a.answer,
-          contexts: a.refs.map((r) => r.text),
-          context_ids: a.refs.map((r) => r.documentId),
-          ground_truths: q.correctAnswers,
-          ground_truths_context_ids: q.documentKeys,
-        };
+        const a = answers[i] as { answer: string; refs: { documentId: string; text: string }[] };
+        return evaluationItem(questions[i] as BenchmarkQuestion, a.answer, a.refs);
       }),
     );
     const perQuestion = new Map(scored.question_scores.map((s) => [s.question_id, s.metrics]));

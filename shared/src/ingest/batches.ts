@@ -48,15 +48,18 @@ const ChunkSchema = z.object({
   metadata: z.looseObject({ document_id: z.string(), sequence_number: z.number().int() }),
 });
 
+/** Chunking options as they travel in messages and batches. */
+export const ChunkingOptionsSchema = z.object({
+  method: z.enum(['recursive', 'hybrid']),
+  chunkSize: z.number().int(),
+  chunkOverlap: z.number().int(),
+});
+
 const ChunkBatchSchema = z.object({
   format: z.literal(CHUNK_BATCH_FORMAT),
   collection: z.string().min(1),
   embeddingModel: z.string().min(1),
-  chunking: z.object({
-    method: z.enum(['recursive', 'hybrid']),
-    chunkSize: z.number().int(),
-    chunkOverlap: z.number().int(),
-  }),
+  chunking: ChunkingOptionsSchema,
   documentId: z.string().optional(),
   contentHash: z.string().optional(),
   manifestKey: z.string().optional(),

@@ -138,7 +138,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
   const input: Record<string, unknown> = {
     experimentId,
     documentsPrefix,
-    benchmarkKey: `inputs/${experimentId}/benchmark.json`,
+    benchmarkKey: `experiments/${experimentId}/input/benchmark.json`,
     maxEvals: recordTable !== undefined ? 1000 : (optInt(p, 'max-evals') ?? 8),
     ...(optimizer !== undefined && { optimizer }),
     ...(optInt(p, 'seed') !== undefined && { seed: optInt(p, 'seed') }),

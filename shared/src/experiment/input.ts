@@ -16,8 +16,18 @@ export const ExperimentInputSchema = z.strictObject({
   experimentId: z.string().regex(EXPERIMENT_ID, 'letters, digits, - and _ only (≤ 63)').optional(),
   /** Documents: every supported file under this prefix of the documents store. */
   documentsPrefix: z.string().max(1024).default(''),
-  /** Benchmark JSON (ai4rag schema) in the artifacts store. */
-  benchmarkKey: z.string().min(1).max(1024),
+  /**
+   * Benchmark JSON (ai4rag schema) in the artifacts store, under `experiments/` (the only prefix the experiment
+   * functions may read), e.g. `experiments/<id>/input/benchmark.json`.
+   */
+  benchmarkKey: z
+    .string()
+    .min(1)
+    .max(1024)
+    .refine((k) => k.startsWith('experiments/') && !k.split('/').includes('..'), {
+      message:
+        "must be a key under 'experiments/' in the artifacts bucket (e.g. experiments/<id>/input/benchmark.json)",
+    }),
   /**
    * Search-space overrides, `{ "chunk_size": [512, 1024], … }`, replacing the defaults by name. Models are chosen
    * with `foundationModels` / `embeddingModels`, not here.

@@ -33,12 +33,12 @@ describe('the synthesized experiment state machine, run locally', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ai4rag-sfn-'));
     runtime = createLocalRuntime({ dataDir: dir, documentsDir: DOCS, inMemory: true });
-    await putJson(runtime.objectStore, 'inputs/sfn/benchmark.json', BENCHMARK);
+    await putJson(runtime.objectStore, 'experiments/sfn-test/input/benchmark.json', BENCHMARK);
     result = await runLocalExperiment({
       runtime,
       input: {
         experimentId: 'sfn-test',
-        benchmarkKey: 'inputs/sfn/benchmark.json',
+        benchmarkKey: 'experiments/sfn-test/input/benchmark.json',
         maxEvals: 4,
         // A remote model with no endpoint configured: its trials fail and are caught, never fatal.
         foundationModels: ['local/extractive-v1', 'remote-model-without-endpoint'],

@@ -35,12 +35,12 @@ describe('runExperimentInProcess', () => {
   beforeAll(async () => {
     deps = await createTestExperimentDeps(DOCS);
     deps.onPattern = (p) => patterns.push(p);
-    await putJson(deps.artifacts, 'inputs/benchmark.json', BENCHMARK);
+    await putJson(deps.artifacts, 'experiments/inputs/benchmark.json', BENCHMARK);
     artefacts = await runExperimentInProcess({
       deps,
       input: {
         experimentId: 'exp-test',
-        benchmarkKey: 'inputs/benchmark.json',
+        benchmarkKey: 'experiments/inputs/benchmark.json',
         maxEvals: 5,
         trialConcurrency: 2,
         searchSpace: { chunk_size: [512], chunk_overlap: [0, 128], number_of_chunks: [3, 5] },
@@ -102,7 +102,7 @@ describe('runExperimentInProcess', () => {
     // Act
     const again = await runExperimentInProcess({
       deps,
-      input: { experimentId: 'exp-test', benchmarkKey: 'inputs/benchmark.json' },
+      input: { experimentId: 'exp-test', benchmarkKey: 'experiments/inputs/benchmark.json' },
       embedBatch: deps.embedBatch,
       render: { report: renderReport, leaderboard: buildLeaderboard },
     });
@@ -137,7 +137,7 @@ describe('runExperimentInProcess with an LLM judge', () => {
             },
           }
         : local(id);
-    await putJson(deps.artifacts, 'inputs/benchmark.json', BENCHMARK);
+    await putJson(deps.artifacts, 'experiments/inputs/benchmark.json', BENCHMARK);
 
     try {
       // Act
@@ -145,7 +145,7 @@ describe('runExperimentInProcess with an LLM judge', () => {
         deps,
         input: {
           experimentId: 'exp-judge',
-          benchmarkKey: 'inputs/benchmark.json',
+          benchmarkKey: 'experiments/inputs/benchmark.json',
           maxEvals: 1,
           judgeModel: 'judge-model',
           optimizationMetric: 'answer_relevance',
@@ -181,7 +181,7 @@ describe('runExperimentInProcess with known observations', () => {
   it('offsets pattern numbers by the known observations, never re-runs them, and spends no budget on them', async () => {
     // Prepare
     const deps = await createTestExperimentDeps(DOCS);
-    await putJson(deps.artifacts, 'inputs/benchmark.json', BENCHMARK);
+    await putJson(deps.artifacts, 'experiments/inputs/benchmark.json', BENCHMARK);
     const base = {
       foundation_model: 'local/extractive-v1',
       embedding_model: 'local/feature-hash-v1-384',
@@ -202,7 +202,7 @@ describe('runExperimentInProcess with known observations', () => {
         deps,
         input: {
           experimentId: 'exp-known',
-          benchmarkKey: 'inputs/benchmark.json',
+          benchmarkKey: 'experiments/inputs/benchmark.json',
           maxEvals: 2,
           optimizer: 'random',
           searchSpace: { chunk_size: [512], chunk_overlap: [0], number_of_chunks: [3, 5] },

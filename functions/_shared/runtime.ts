@@ -42,7 +42,7 @@ import {
 } from './env.js';
 import { InProcessQueue, SqsWorkQueue, type WorkQueue } from './queue.js';
 import { S3ObjectStore } from './s3-object-store.js';
-import { getSecretJson, getSecretToken } from './secrets.js';
+import { getSecretJson, getSecretToken, SecretError } from './secrets.js';
 
 /** Queues of the knowledge-base flow. */
 export type QueueName = 'ingest' | 'chunk' | 'embed';
@@ -211,7 +211,8 @@ export interface AwsClients {
 /**
  * The runtime of the deployed functions. Nothing is created before it is used: importing a handler, or
  * building this runtime, makes no AWS call.
- * @throws {ValidationError} for invalid settings (unknown store, bad serving pattern).
+ * @throws {ValidationError} for invalid settings (unknown store, bad serving pattern); `openStore` rejects with
+ * one for a missing MILVUS_URI, and with a {@link SecretError} for a database secret without a password.
  * @example const runtime = createAwsRuntime(ENV);
  */
 export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runtime {
@@ -248,15 +249,18 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
       secret = await getSecretJson(secretsClient(), fenv.pgvectorSecretArn);
     const str = (v: unknown): string | undefined =>
       typeof v === 'string' && v !== '' ? v : undefined;
+    const password = str(secret.password) ?? base.password;
+    // Without this, pg fails deep in the SASL handshake ("client password must be a string").
+    if (fenv.pgvectorSecretArn && password === undefined) {
+      throw new SecretError(`secret ${fenv.pgvectorSecretArn} has no password`);
+    }
     const sslMode = env.PGVECTOR_SSLMODE ?? 'require';
     const pool = new pg.Pool({
       host: env.PGVECTOR_HOST ? base.host : (str(secret.host) ?? base.host),
       port: env.PGVECTOR_PORT ? base.port : Number(secret.port ?? base.port),
       database: env.PGVECTOR_DB ? base.database : (str(secret.dbname) ?? base.database),
       user: str(secret.username) ?? base.user,
-      ...((str(secret.password) ?? base.password) !== undefined && {
-        password: str(secret.password) ?? base.password,
-      }),
+      ...(password !== undefined && { password }),
       // One Lambda container serves one request at a time: a small pool keeps RDS connections bounded.
       max: 2,
       connectionTimeoutMillis: 10_000,
@@ -307,6 +311,10 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
         };
         let store: VectorStore;
         if (config.store === 'milvus') {
+          // Checked before the token is fetched, and named by its variable (the config error says "uri").
+          if (!env.MILVUS_URI?.trim()) {
+            throw new ValidationError('MILVUS_URI is not set (AI4RAG_STORE=milvus)');
+          }
           const token = await milvusToken();
           store = await MilvusVectorStore.create({
             config: milvusConfigFromEnv({

@@ -16,6 +16,10 @@ import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import { loadBenchmark } from '../../shared/src/evaluation/benchmark.js';
 import { evaluateRetrieval } from '../../shared/src/evaluation/eval-retrieval.js';
+import {
+  LOCAL_EXTRACTIVE_MODEL_ID,
+  LocalExtractiveModel,
+} from '../../shared/src/generation/local-extractive.js';
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
 import { OPTIMIZER_NAMES } from '../../shared/src/optimizer/optimizers.js';
@@ -442,10 +446,14 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
   if (question === '')
     throw new ValidationError('give a question, e.g. ai4rag ask "how many leave days"');
   const options = retrievalFrom(p, int(p, 'k', 5));
-  const model = createFoundationModel(str(p, 'model'));
+  const base = createFoundationModel(str(p, 'model'));
   return withSession(
     p,
     async (session) => {
+      // The local model weighs question terms by the collection's BM25 statistics (when the store keeps them).
+      const termStats =
+        base.modelId === LOCAL_EXTRACTIVE_MODEL_ID ? await session.store.termStats?.() : undefined;
+      const model = termStats ? new LocalExtractiveModel({ termStats }) : base;
       const rag = new SimpleRAG({ retriever: new Retriever(session.store, options), model });
       const answer = await rag.generate(question);
       if (flag(p, 'json')) io.out(JSON.stringify({ ...answer, model: model.modelId }));

@@ -9,9 +9,14 @@ import {
   SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
+import {
+  LOCAL_EXTRACTIVE_MODEL_ID,
+  LocalExtractiveModel,
+} from '../../shared/src/generation/local-extractive.js';
 import type { RagAnswer, ReferenceDocument } from '../../shared/src/generation/rag-template.js';
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { DEFAULT_TEMPLATES, type PromptTemplates } from '../../shared/src/generation/templates.js';
+import type { TermStats } from '../../shared/src/generation/term-stats.js';
 import {
   type RetrievedChunk,
   Retriever,
@@ -133,13 +138,34 @@ export async function ragFor(
   request: RetrievalRequest,
 ): Promise<{ rag: SimpleRAG; modelId: string }> {
   const { store } = await openReader(rt);
-  const model = await rt.model();
+  const templates = templatesFor(rt.config);
+  let model = await rt.model();
+  if (model.modelId === LOCAL_EXTRACTIVE_MODEL_ID) {
+    // The local model reads the question back out of the prompt, so it must know the served templates; it weighs
+    // question terms by the collection's own BM25 statistics.
+    const termStats = await cachedTermStats(store);
+    model = new LocalExtractiveModel({ templates, ...(termStats && { termStats }) });
+  }
   const rag = new SimpleRAG({
     retriever: new Retriever(store, retrieverOptionsFor(rt.config, request)),
     model,
-    templates: templatesFor(rt.config),
+    templates,
   });
   return { rag, modelId: model.modelId };
+}
+
+/** How long a container reuses a collection's term statistics before reading them again. */
+const TERM_STATS_TTL_MS = 60_000;
+const termStatsCache = new WeakMap<VectorStore, { at: number; stats: Promise<TermStats> }>();
+
+function cachedTermStats(store: VectorStore): Promise<TermStats | undefined> {
+  if (store.termStats === undefined) return Promise.resolve(undefined);
+  const hit = termStatsCache.get(store);
+  if (hit && Date.now() - hit.at < TERM_STATS_TTL_MS) return hit.stats;
+  const stats = store.termStats();
+  termStatsCache.set(store, { at: Date.now(), stats });
+  stats.catch(() => termStatsCache.delete(store));
+  return stats;
 }
 
 /** A source as the API returns it. */

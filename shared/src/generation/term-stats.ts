@@ -1,4 +1,5 @@
 import { analyze } from '../text/analyzer.js';
+import { bm25Idf } from '../vectorstores/pgvector/bm25.js';
 
 /**
  * Corpus-level term rarity, so the local extractive model can tell an informative question term ("Mongolia",
@@ -12,11 +13,6 @@ export interface TermStats {
   idf(term: string): number;
   /** Number of texts the statistics were built from. */
   readonly documents: number;
-}
-
-/** BM25's smoothed idf, `ln(1 + (N − df + 0.5) / (df + 0.5))`: always positive, even for a term in every text. */
-function bm25Idf(documents: number, df: number): number {
-  return Math.log(1 + (documents - df + 0.5) / (df + 0.5));
 }
 
 /**
@@ -34,12 +30,24 @@ export function buildTermStats(texts: Iterable<string>): TermStats {
     documents += 1;
     for (const term of new Set(analyze(text))) df.set(term, (df.get(term) ?? 0) + 1);
   }
+  return termStatsFromCounts(documents, (term) => df.get(term) ?? 0);
+}
+
+/**
+ * Term statistics from document frequencies kept elsewhere (the pgvector store's BM25 table): `documentFrequency`
+ * answers how many of the `documents` texts hold an analyzed term (0 when none; such a term gets the maximum idf).
+ * @example termStatsFromCounts(10, (t) => (t === 'lock' ? 9 : 0)).idf('lock') // ≈ 0.1
+ */
+export function termStatsFromCounts(
+  documents: number,
+  documentFrequency: (term: string) => number,
+): TermStats {
   const maxIdf = bm25Idf(documents, 0);
   return Object.freeze({
     documents,
     idf(term: string): number {
-      const n = df.get(term);
-      return n === undefined ? maxIdf : bm25Idf(documents, n);
+      const n = documentFrequency(term);
+      return n > 0 ? bm25Idf(documents, n) : maxIdf;
     },
   });
 }

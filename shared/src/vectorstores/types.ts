@@ -1,4 +1,5 @@
 import type { AI4RAGChunk, ChunkMetadata } from '../chunking/types.js';
+import type { TermStats } from '../generation/term-stats.js';
 
 export type DistanceMetric = 'cosine' | 'l2' | 'l1' | 'inner_product';
 export type SearchMode = 'vector' | 'hybrid';
@@ -93,6 +94,11 @@ export interface VectorStore {
   getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>>;
   listDocuments(): Promise<DocumentRecord[]>;
   stats(): Promise<CollectionStats>;
+  /**
+   * Term rarity over the collection's chunks, from the keyword index's own statistics (the local extractive model
+   * weighs question terms by it). Optional: stores without client-side BM25 statistics (Milvus) lack it.
+   */
+  termStats?(): Promise<TermStats>;
   /** Deletes the whole collection (its chunks, statistics and document records). The store is closed after. */
   drop(): Promise<void>;
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 import type { AI4RAGChunk, ChunkMetadata } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
 import { Ai4ragError, NotFoundError } from '../../errors.js';
+import { type TermStats, termStatsFromCounts } from '../../generation/term-stats.js';
 import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
@@ -27,6 +28,7 @@ import {
   DEFAULT_BM25_K1,
   sparseLiteral,
   termFrequencies,
+  termId,
 } from './bm25.js';
 import { type ChunkRow as CopyRow, encodeChunkRows, encodeInt4Pairs } from './copy-binary.js';
 
@@ -852,6 +854,19 @@ export class PgVectorStore implements VectorStore {
   }
 
   /** BM25 top-`limit` rows (score > 0), best first. */
+  /**
+   * Term rarity over this collection's chunks, read from the BM25 document-frequency table (after folding pending
+   * updates), so serving weighs question terms exactly as the keyword index does.
+   */
+  async termStats(): Promise<TermStats> {
+    const reg = await this.ensureBm25Fresh();
+    const rows = await this.client.query<{ term: number; df: number }>(
+      `SELECT term, df FROM ${this.dfTable}`,
+    );
+    const df = new Map(rows.rows.map((r) => [Number(r.term), Number(r.df)]));
+    return termStatsFromCounts(reg.n, (term) => df.get(termId(term)) ?? 0);
+  }
+
   private async bm25Search(
     query: string,
     limit: number,

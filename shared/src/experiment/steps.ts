@@ -17,6 +17,7 @@ import { bootstrapCi } from '../evaluation/bootstrap.js';
 import { judgeAnswerRelevance } from '../evaluation/judge.js';
 import { questionMetrics } from '../evaluation/retrieval-metrics.js';
 import { round4, scoreEvaluationData } from '../evaluation/score.js';
+import { GenerationError } from '../generation/errors.js';
 import { LOCAL_EXTRACTIVE_MODEL_ID, LocalExtractiveModel } from '../generation/local-extractive.js';
 import { SimpleRAG } from '../generation/rag-template.js';
 import { DEFAULT_TEMPLATES } from '../generation/templates.js';
@@ -731,7 +732,8 @@ const METRIC_DESCRIPTIONS: Record<string, string> = {
  * settings (bounded concurrency), scores the answers with the unitxt metrics and the document-level retrieval
  * metrics, writes the pattern and its per-question results, and feeds the result cache. A question that fails is
  * recorded with its error and left out of the scores; the trial fails only when every question fails.
- * @throws {TrialError} when no question could be answered or the optimization metric has no value.
+ * @throws {GenerationError} when no question could be answered (ai4rag's message).
+ * @throws {TrialError} when the optimization metric has no value.
  */
 export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promise<TrialOutcome> {
   return withEvents(deps, ref.prefix, `evaluate-${ref.trialId}`, async (log) => {
@@ -779,7 +781,8 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
     const answered = answers.filter((a) => a.ok).length;
     if (answered === 0) {
       const first = answers.find((a) => !a.ok);
-      throw new TrialError(
+      // ai4rag's message, so tools that read its warnings read ours.
+      throw new GenerationError(
         `Unable to retrieve chunks and generate answers for foundation model: '${settings.foundationModel}' due to: ${first && !first.ok ? first.error : 'no questions'}`,
       );
     }

@@ -116,7 +116,7 @@ describe('the optimizer task handlers, fed Step Functions events', () => {
       status: 'failed',
       score: null,
       error:
-        "TrialError: Unable to retrieve chunks and generate answers for foundation model: 'x' due to: 429",
+        "GenerationError: Unable to retrieve chunks and generate answers for foundation model: 'x' due to: 429",
     });
     expect(artefacts.best?.pattern_name).toBe('Pattern1');
   });

@@ -530,6 +530,11 @@ export async function proposeRound(deps: ExperimentDeps, ref: ExperimentRef): Pr
       let anyCached = false;
       for (const config of proposed) {
         const plan = planFor(state, config, state.trials.length);
+        // The index rule applies to cached trials too, so a re-run forms the same rounds as the first run and the
+        // optimizer proposes the same configurations (everything then comes from the cache).
+        const needsIndex = state.indexes[plan.collection] !== true;
+        if (needsIndex && building.has(plan.collection)) continue;
+        if (needsIndex) building.add(plan.collection);
         const cacheObject = `${RESULT_CACHE_PREFIX}${plan.cacheKey}.json`;
         if (await deps.artifacts.exists(cacheObject)) {
           const cached = await getJson<CachedResult>(deps.artifacts, cacheObject);
@@ -560,9 +565,6 @@ export async function proposeRound(deps: ExperimentDeps, ref: ExperimentRef): Pr
           anyCached = true;
           continue;
         }
-        const needsIndex = state.indexes[plan.collection] !== true;
-        if (needsIndex && building.has(plan.collection)) continue;
-        if (needsIndex) building.add(plan.collection);
         await putJson(deps.artifacts, keys.trial(plan.trialId), plan);
         const trial: LedgerTrial = {
           trialId: plan.trialId,
@@ -590,6 +592,10 @@ export async function proposeRound(deps: ExperimentDeps, ref: ExperimentRef): Pr
       if (!anyCached) {
         // Every proposal conflicted on an index being built: cannot happen with ≥ 1 proposal, guard anyway.
         throw new ExperimentError('The optimizer proposed no runnable trial.');
+      }
+      // A round answered entirely from the cache: its indexes exist, as after a recorded round.
+      for (const t of state.trials) {
+        if (t.status === 'done' && t.collection !== undefined) state.indexes[t.collection] = true;
       }
       await writeState(deps.artifacts, ref.prefix, state);
     }
@@ -966,6 +972,10 @@ export async function recordTrials(
         trial.error = failureMessage(outcome.error);
         log.emit('warning', trial.error);
       }
+    }
+    // Cached trials of the round count as built indexes too (their index exists from the run that scored them).
+    for (const t of state.trials) {
+      if (t.status === 'done' && t.collection !== undefined) state.indexes[t.collection] = true;
     }
     await writeState(deps.artifacts, ref.prefix, state);
     return { recorded: outcomes.length, failed };

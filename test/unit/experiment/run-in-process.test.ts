@@ -112,6 +112,30 @@ describe('runExperimentInProcess', () => {
     expect(again.best).toEqual(artefacts.best);
   });
 
+  it('re-runs the same input as a new experiment entirely from the result cache, same trials in the same order', async () => {
+    // Act
+    const again = await runExperimentInProcess({
+      deps,
+      input: {
+        experimentId: 'exp-test-again',
+        benchmarkKey: 'experiments/inputs/benchmark.json',
+        maxEvals: 5,
+        trialConcurrency: 2,
+        searchSpace: { chunk_size: [512], chunk_overlap: [0, 128], number_of_chunks: [3, 5] },
+      },
+      embedBatch: deps.embedBatch,
+      render: { report: renderReport, leaderboard: buildLeaderboard },
+    });
+
+    // Assess
+    const first = await readState(deps.artifacts, 'experiments/exp-test/');
+    const second = await readState(deps.artifacts, 'experiments/exp-test-again/');
+    expect(second.trials.map((t) => t.config)).toEqual(first.trials.map((t) => t.config));
+    expect(second.trials.every((t) => t.cached === true)).toBe(true);
+    expect(second.trials.map((t) => t.score)).toEqual(first.trials.map((t) => t.score));
+    expect(again.best?.score).toBe(artefacts.best?.score);
+  });
+
   it('answers the unanswerable question by saying it cannot answer', async () => {
     // Assess
     const evaluation = await getJson<{ question: string; answer: string }[]>(

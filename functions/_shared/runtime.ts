@@ -15,7 +15,7 @@ import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { DEFAULT_CHUNKING } from '../../shared/src/defaults.js';
 import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
-import { ValidationError } from '../../shared/src/errors.js';
+import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import {
   LOCAL_EXTRACTIVE_MODEL_ID,
   LocalExtractiveModel,
@@ -107,6 +107,14 @@ function memo<T>(create: () => Promise<T>): Memo<T> {
   }) as Memo<T>;
   get.peek = () => value;
   return get;
+}
+
+/** A store was asked of a runtime after `close()` (its stores and connections are gone). */
+export class RuntimeClosedError extends Ai4ragError {
+  constructor() {
+    super('The runtime is closed: create a new one to open stores.');
+    this.name = 'RuntimeClosedError';
+  }
 }
 
 function keyedMemo<T>(): (key: string, create: () => Promise<T>) => Promise<T> {
@@ -276,6 +284,7 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
   );
   const stores = keyedMemo<VectorStore>();
   const openedStores: VectorStore[] = [];
+  let closed = false;
 
   return {
     get objectStore() {
@@ -303,6 +312,7 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
     embedder: embedderFactory(config, fenv, apiKey),
     model: modelFactory(fenv, apiKey),
     openStore(collection, embedder, options = {}) {
+      if (closed) return Promise.reject(new RuntimeClosedError());
       return stores(`${collection}\u0000${embedder.modelId}`, async () => {
         const common = {
           embedder,
@@ -344,6 +354,7 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
         { expiresIn },
       ),
     async close() {
+      closed = true;
       for (const store of openedStores.splice(0)) await store.close();
       await (await sqlClient.peek()?.catch(() => undefined))?.close();
     },
@@ -414,6 +425,7 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
   });
   const stores = keyedMemo<VectorStore>();
   const openedStores: VectorStore[] = [];
+  let closed = false;
   const queues = {
     ingest: new InProcessQueue('ingest'),
     chunk: new InProcessQueue('chunk'),
@@ -427,6 +439,7 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     embedder: embedderFactory(config, fenv, apiKey),
     model: modelFactory(fenv, apiKey),
     openStore(collection, embedder, openOptions = {}) {
+      if (closed) return Promise.reject(new RuntimeClosedError());
       return stores(`${collection}\u0000${embedder.modelId}`, async () => {
         const store = await PgVectorStore.create({
           client: await client(),
@@ -440,6 +453,7 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     },
     config,
     async close() {
+      closed = true;
       for (const store of openedStores.splice(0)) await store.close();
       await (await client.peek()?.catch(() => undefined))?.close();
     },

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -7,7 +10,12 @@ import { parseFunctionEnv } from '../../../functions/_shared/env.js';
 import { errorResult } from '../../../functions/_shared/http.js';
 import { retrieverOptionsFor } from '../../../functions/_shared/query.js';
 import { InProcessQueue, QueueError, SqsWorkQueue } from '../../../functions/_shared/queue.js';
-import { createAwsRuntime, type RuntimeConfig } from '../../../functions/_shared/runtime.js';
+import {
+  createAwsRuntime,
+  createLocalRuntime,
+  RuntimeClosedError,
+  type RuntimeConfig,
+} from '../../../functions/_shared/runtime.js';
 import { S3ObjectStore } from '../../../functions/_shared/s3-object-store.js';
 import { clearSecretCache, getSecretToken } from '../../../functions/_shared/secrets.js';
 import { formatSseEvent, writeSse } from '../../../functions/_shared/sse.js';
@@ -415,5 +423,23 @@ describe('planChunkBatches', () => {
   it('rejects more than 1024 chunks per batch', () => {
     // Act / Assess
     expect(() => planChunkBatches([], { maxChunks: 1025 })).toThrow('at most 1024');
+  });
+});
+
+describe('runtime lifetime', () => {
+  it('refuses to open a store after close() instead of handing back a closed one', async () => {
+    // Prepare
+    const rt = createLocalRuntime({
+      dataDir: mkdtempSync(join(tmpdir(), 'ai4rag-close-')),
+      inMemory: true,
+    });
+    const embedder = await rt.embedder();
+    await rt.openStore('ai4rag_close', embedder, { createIfMissing: true });
+
+    // Act
+    await rt.close();
+
+    // Assess
+    await expect(rt.openStore('ai4rag_close', embedder)).rejects.toBeInstanceOf(RuntimeClosedError);
   });
 });

@@ -50,6 +50,7 @@ export const OPTIMIZER_SIM_OPTIONS: OptionSpec = {
   optimizer: { type: 'string' },
   'max-evals': { type: 'string' },
   seeds: { type: 'string' },
+  'batch-size': { type: 'string' },
 };
 
 /** The four artefacts of an experiment, as copied to `--out`. */
@@ -278,14 +279,19 @@ export async function cmdOptimizerSim(p: Parsed, io: Io): Promise<number> {
   const table = parseScoreTable(await readJsonFile(file, 'score table'));
   const maxEvals = optInt(p, 'max-evals') ?? table.length;
   const seeds = optInt(p, 'seeds') ?? 50;
+  const batchSize = optInt(p, 'batch-size') ?? 1;
   const results = names.map((name) =>
-    simulateOptimizer(table, name as OptimizerName, { maxEvals, seeds }),
+    simulateOptimizer(table, name as OptimizerName, { maxEvals, seeds, batchSize }),
   );
   if (p.values.json === true) {
-    io.out(JSON.stringify({ scores: file, rows: table.length, maxEvals, seeds, results }));
+    io.out(
+      JSON.stringify({ scores: file, rows: table.length, maxEvals, seeds, batchSize, results }),
+    );
     return 0;
   }
-  io.out(`${table.length} configurations, ${seeds} seeds, ${maxEvals} evaluations each`);
+  io.out(
+    `${table.length} configurations, ${seeds} seeds, ${maxEvals} evaluations each, ${batchSize} proposal(s) per round`,
+  );
   io.out('optimizer  median evals to best  reached  mean best after N');
   for (const r of results) {
     io.out(

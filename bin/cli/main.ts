@@ -135,6 +135,7 @@ optimizer-sim:
   --optimizer NAME[,NAME]  optimizers to compare (default all)
   --max-evals N            evaluations per run (default: the table size)
   --seeds K                runs per optimizer, seeds 0..K-1 (default 50)
+  --batch-size N           proposals per round, as --trial-concurrency makes them (default 1)
 
 eval-retrieval:
   --corpus PATH            folder or .jsonl corpus

@@ -35,6 +35,11 @@ export interface SimulateOptions {
   firstSeed?: number;
   /** Passed to the optimizer. Default 4. */
   nRandomNodes?: number;
+  /**
+   * Proposals per round, as the experiment's trial concurrency makes them (all of a round are proposed before any
+   * is scored). Default 1.
+   */
+  batchSize?: number;
 }
 
 /**
@@ -83,7 +88,7 @@ export function parseScoreTable(json: unknown): ScoreTableRow[] {
 }
 
 /**
- * Runs the optimizer one proposal at a time over the table for each seed and records when it first
+ * Runs the optimizer over the table, `batchSize` proposals per round (default one at a time), for each seed and records when it first
  * evaluates a row whose score equals the table's maximum.
  * @throws {OptimizerError} for bad options or a table without a scored row.
  * @example simulateOptimizer(parseScoreTable(json), 'gam', { maxEvals: 30, seeds: 50 }).medianEvalsToBest
@@ -93,7 +98,10 @@ export function simulateOptimizer(
   name: OptimizerName,
   options: SimulateOptions,
 ): SimulationResult {
-  const { maxEvals, seeds, firstSeed = 0 } = options;
+  const { maxEvals, seeds, firstSeed = 0, batchSize = 1 } = options;
+  if (!Number.isInteger(batchSize) || batchSize < 1) {
+    throw new OptimizerError(`batchSize must be an integer ≥ 1, got ${String(batchSize)}.`);
+  }
   if (!Number.isInteger(maxEvals) || maxEvals < 1) {
     throw new OptimizerError(`maxEvals must be an integer ≥ 1, got ${String(maxEvals)}.`);
   }
@@ -118,19 +126,21 @@ export function simulateOptimizer(
     let hit: number | null = null;
     let best = Number.NEGATIVE_INFINITY;
     while (observations.length < budget) {
-      const [config] = proposeTrials(name, {
+      const round = proposeTrials(name, {
         candidates,
         observations,
-        count: 1,
+        count: Math.min(batchSize, budget - observations.length),
         seed,
         ...(options.nRandomNodes === undefined ? {} : { nRandomNodes: options.nRandomNodes }),
       });
-      if (config === undefined) break;
-      const score = scoreOf.get(combinationKey(config)) ?? null;
-      observations.push({ config, score });
-      if (score !== null) {
-        best = Math.max(best, score);
-        if (hit === null && score === max) hit = observations.length;
+      if (round.length === 0) break;
+      for (const config of round) {
+        const score = scoreOf.get(combinationKey(config)) ?? null;
+        observations.push({ config, score });
+        if (score !== null) {
+          best = Math.max(best, score);
+          if (hit === null && score === max) hit = observations.length;
+        }
       }
     }
     evalsToBest.push(hit);

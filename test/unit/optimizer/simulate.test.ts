@@ -112,3 +112,24 @@ describe('simulateOptimizer', () => {
     });
   }
 });
+
+describe('simulateOptimizer with rounds of proposals', () => {
+  it('leaves random search unchanged (its order does not depend on scores)', () => {
+    // Prepare
+    const table = fixture('default72-additive');
+
+    // Act
+    const one = simulateOptimizer(table, 'random', { maxEvals: 72, seeds: 5 });
+    const four = simulateOptimizer(table, 'random', { maxEvals: 72, seeds: 5, batchSize: 4 });
+
+    // Assess
+    expect(four.evalsToBest).toEqual(one.evalsToBest);
+  });
+
+  it('rejects a batch size below 1', () => {
+    // Act / Assess
+    expect(() => simulateOptimizer(TINY, 'gam', { maxEvals: 3, seeds: 1, batchSize: 0 })).toThrow(
+      ValidationError,
+    );
+  });
+});

@@ -332,6 +332,15 @@ export async function prepareExperiment(
       const dropped = state.trials.filter((t) => t.status === 'running').length;
       state.trials = state.trials.filter((t) => t.status !== 'running');
       state.finished = false;
+      // A resume may change the budget and the concurrency, given explicitly; the documents, benchmark and search
+      // space stay those the recorded trials were scored on.
+      const given = rawInput as Record<string, unknown>;
+      for (const key of ['maxEvals', 'trialConcurrency', 'questionConcurrency'] as const) {
+        if (key in given && input[key] !== state.input[key]) {
+          log.emit('info', `Resuming with ${key} ${input[key]} (was ${state.input[key]}).`);
+          state.input[key] = input[key];
+        }
+      }
       await writeState(deps.artifacts, prefix, state);
       log.emit(
         'info',

@@ -112,6 +112,33 @@ describe('runExperimentInProcess', () => {
     expect(again.best).toEqual(artefacts.best);
   });
 
+  it('resumes with a larger budget and runs only the new trials', async () => {
+    // Act
+    const more = await runExperimentInProcess({
+      deps,
+      input: {
+        experimentId: 'exp-test',
+        benchmarkKey: 'experiments/inputs/benchmark.json',
+        maxEvals: 6,
+      },
+      embedBatch: deps.embedBatch,
+      render: { report: renderReport, leaderboard: buildLeaderboard },
+    });
+
+    // Assess
+    const state = await readState(deps.artifacts, 'experiments/exp-test/');
+    expect(more.trials).toBe(6);
+    expect(state.input.maxEvals).toBe(6);
+    expect(state.trials.map((t) => t.pattern_name)).toEqual([
+      'Pattern1',
+      'Pattern2',
+      'Pattern3',
+      'Pattern4',
+      'Pattern5',
+      'Pattern6',
+    ]);
+  });
+
   it('re-runs the same input as a new experiment entirely from the result cache, same trials in the same order', async () => {
     // Act
     const again = await runExperimentInProcess({
@@ -128,12 +155,15 @@ describe('runExperimentInProcess', () => {
     });
 
     // Assess
-    const first = await readState(deps.artifacts, 'experiments/exp-test/');
+    // The first five trials of exp-test (it was resumed to six above).
+    const first = {
+      trials: (await readState(deps.artifacts, 'experiments/exp-test/')).trials.slice(0, 5),
+    };
     const second = await readState(deps.artifacts, 'experiments/exp-test-again/');
     expect(second.trials.map((t) => t.config)).toEqual(first.trials.map((t) => t.config));
     expect(second.trials.every((t) => t.cached === true)).toBe(true);
     expect(second.trials.map((t) => t.score)).toEqual(first.trials.map((t) => t.score));
-    expect(again.best?.score).toBe(artefacts.best?.score);
+    expect(again.best?.score).toBe(Math.max(...(first.trials.map((t) => t.score) as number[])));
   });
 
   it('answers the unanswerable question by saying it cannot answer', async () => {

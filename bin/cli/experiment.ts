@@ -140,7 +140,10 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     experimentId,
     documentsPrefix,
     benchmarkKey: `experiments/${experimentId}/input/benchmark.json`,
-    maxEvals: recordTable !== undefined ? 1000 : (optInt(p, 'max-evals') ?? 8),
+    // Only when given: a resumed experiment keeps its budget unless told otherwise (the input's default is 8).
+    ...(recordTable !== undefined
+      ? { maxEvals: 1000 }
+      : optInt(p, 'max-evals') !== undefined && { maxEvals: optInt(p, 'max-evals') }),
     ...(optimizer !== undefined && { optimizer }),
     ...(optInt(p, 'seed') !== undefined && { seed: optInt(p, 'seed') }),
     ...(optInt(p, 'trial-concurrency') !== undefined && {

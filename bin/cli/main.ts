@@ -59,7 +59,7 @@ import { runServe } from './serve.js';
 
 const OPTIMIZER_NAMES_TEXT = OPTIMIZER_NAMES.join('|');
 
-const HELP = `ai4rag — RAG knowledge base, retrieval and evaluation on the embedded default (PGlite + pgvector)
+const HELP = `ai4rag — RAG knowledge base, query and configuration optimizer on the embedded default (PGlite + pgvector)
 
 Usage: ai4rag <command> [options]
 

@@ -79,7 +79,7 @@ Commands:
                           pattern.json, evaluation_results.json and report.html (what \`npm start\` runs)
   optimizer-sim           replay optimizers over a recorded score table (--scores FILE)
   serve                   serve the query API locally through the Lambda handlers
-                          (--port N, --host 127.0.0.1, --token T; every route but /health needs
+                          (--port N, --host 127.0.0.1, --token T, --pattern FILE; every route but /health needs
                           "Authorization: Bearer <token>")
   demo                    ingest examples/docs and answer sample searches
 

@@ -3,11 +3,13 @@
  * SAME handlers the cloud runs, built on the local runtime (files, in-process queues, PGlite).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { parseServingPattern } from '../../functions/_shared/env.js';
 import { errorResult, jsonResponse } from '../../functions/_shared/http.js';
 import { bindLocalQueues, localContext, s3Notification } from '../../functions/_shared/local.js';
 import { createLocalRuntime, type LocalRuntime } from '../../functions/_shared/runtime.js';
@@ -24,7 +26,35 @@ export const SERVE_OPTIONS: OptionSpec = {
   host: { type: 'string' },
   token: { type: 'string' },
   'documents-dir': { type: 'string' },
+  pattern: { type: 'string' },
+  collection: { type: 'string' },
 };
+
+/**
+ * The environment overrides that serve a promoted pattern: its retrieval and generation settings
+ * (`AI4RAG_SERVING_PATTERN`) over its own index (`vector_store_binding.collection_name`, e.g. the index an
+ * experiment built) unless a collection is given.
+ * @throws {ValidationError} when the file cannot be read or is not a pattern.
+ */
+export function patternEnv(file: string, collection?: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ValidationError(`cannot read --pattern "${file}": ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  parseServingPattern(text);
+  const binding = (
+    JSON.parse(text) as { settings?: { vector_store_binding?: { collection_name?: unknown } } }
+  ).settings?.vector_store_binding?.collection_name;
+  const target = collection ?? (typeof binding === 'string' ? binding : undefined);
+  return {
+    AI4RAG_SERVING_PATTERN: text,
+    ...(target !== undefined && { AI4RAG_COLLECTION: target }),
+  };
+}
 
 /** Largest request body: API calls are small; uploads may carry a document. */
 const MAX_BODY_BYTES = 50 * 1024 * 1024;
@@ -300,7 +330,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 }
 
 /**
- * `ai4rag serve [--port N] [--host 127.0.0.1] [--data-dir D] [--token T]`: runs until SIGINT/SIGTERM.
+ * `ai4rag serve [--port N] [--host 127.0.0.1] [--data-dir D] [--token T] [--pattern FILE] [--collection C]`: runs
+ * until SIGINT/SIGTERM.
  * Returns the exit code (0 after a clean shutdown, 2 for a usage error).
  * @example process.exitCode = await runServe(['--port', '8787']);
  */
@@ -313,11 +344,16 @@ export async function runServe(
 ): Promise<number> {
   let p: ReturnType<typeof parse>;
   let port: number;
+  let overrides: Record<string, string> = {};
   try {
     p = parse(argv, SERVE_OPTIONS);
     port = int(p, 'port', 8787);
     if (port < 0 || port > 65535)
       throw new ValidationError(`--port must be in 0..65535, got ${port}`);
+    const pattern = str(p, 'pattern');
+    const collection = str(p, 'collection');
+    if (pattern !== undefined) overrides = patternEnv(pattern, collection);
+    else if (collection !== undefined) overrides = { AI4RAG_COLLECTION: collection };
   } catch (error) {
     io.err(`ai4rag serve: ${(error as Error).message}`);
     return 2;
@@ -331,7 +367,7 @@ export async function runServe(
     host,
     port,
     token,
-    env: ENV,
+    env: { ...ENV, ...overrides },
     ...(documentsDir && { documentsDir }),
   });
   io.out(`ai4rag API on ${running.url} (collection ${running.runtime.config.collection})`);

@@ -2,6 +2,7 @@ import OpenAI, { APIError } from 'openai';
 import { ValidationError } from '../errors.js';
 import { batches, mapLimit } from '../util/concurrency.js';
 import { describeApiError } from '../util/openai-errors.js';
+import type { OpenAIConnectionOptions } from '../util/openai-options.js';
 import { positiveInteger } from '../util/options.js';
 import { isTransientOpenAIError, withRetry } from '../util/retry.js';
 import { EmbeddingError } from './errors.js';
@@ -17,12 +18,7 @@ export const MIN_CONTEXT_LENGTH = 700;
 export const CHARS_PER_TOKEN = 4;
 
 /** Options of {@link OpenAIEmbedder.create}. */
-export interface OpenAIEmbedderOptions {
-  /** OpenAI-compatible API root, e.g. `https://api.openai.com/v1` or a vLLM / Ollama `/v1` URL. */
-  baseURL: string;
-  apiKey: string;
-  /** Model id sent verbatim and recorded with the collection. */
-  model: string;
+export interface OpenAIEmbedderOptions extends OpenAIConnectionOptions {
   /** Known vector length; auto-detected (embedding of "test") when absent. */
   dimension?: number;
   /** When true, `dimension` is also sent as the request's `dimensions` (for models that can shorten vectors). */
@@ -33,18 +29,6 @@ export interface OpenAIEmbedderOptions {
   maxBatchSize?: number;
   /** Requests in flight per `embedDocuments` call (default 4). */
   concurrency?: number;
-  /** Retries of a transient failure (429, 5xx, connection) per request (default 5). */
-  maxRetries?: number;
-  /** Per-request timeout (default 60,000 ms). */
-  timeoutMs?: number;
-  /** Backoff base and cap (defaults 500 ms and 20,000 ms). */
-  baseDelayMs?: number;
-  maxDelayMs?: number;
-  /** A ready client; when given it wins over baseURL / apiKey / timeoutMs. */
-  client?: OpenAI;
-  /** Test hooks for the backoff. */
-  sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
 }
 
 interface ResolvedSettings {

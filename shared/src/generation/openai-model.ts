@@ -2,34 +2,18 @@ import OpenAI, { APIUserAbortError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ValidationError } from '../errors.js';
 import { describeApiError } from '../util/openai-errors.js';
+import type { OpenAIConnectionOptions } from '../util/openai-options.js';
 import { positiveInteger } from '../util/options.js';
 import { isTransientOpenAIError, withRetry } from '../util/retry.js';
 import { GenerationError } from './errors.js';
 import type { ChatMessage, ChatOptions, ChatResult, FoundationModel } from './types.js';
 
 /** Options of {@link OpenAIFoundationModel}. */
-export interface OpenAIFoundationModelOptions {
-  /** OpenAI-compatible API root, e.g. `https://api.openai.com/v1` or a vLLM / Ollama `/v1` URL. */
-  baseURL: string;
-  apiKey: string;
-  /** Model id sent verbatim; also the {@link FoundationModel.modelId}. */
-  model: string;
+export interface OpenAIFoundationModelOptions extends OpenAIConnectionOptions {
   /** Default `max_completion_tokens` (ai4rag default 1024). */
   maxCompletionTokens?: number;
   /** Default temperature, 0..2 (ai4rag default 0.1). */
   temperature?: number;
-  /** Retries of a transient failure (429, 408, 5xx, connection, timeout) per call (default 5). */
-  maxRetries?: number;
-  /** Per-request timeout (default 120,000 ms). */
-  timeoutMs?: number;
-  /** Backoff base and cap (defaults 500 ms and 20,000 ms). */
-  baseDelayMs?: number;
-  maxDelayMs?: number;
-  /** A ready client; when given it wins over baseURL / apiKey / timeoutMs (give it `maxRetries: 0`). */
-  client?: OpenAI;
-  /** Test hooks for the backoff. */
-  sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
 }
 
 function checkTemperature(value: number | undefined, fallback: number): number {

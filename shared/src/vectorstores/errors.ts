@@ -1,4 +1,5 @@
 import { Ai4ragError, ValidationError } from '../errors.js';
+import type { DocumentRecord } from './types.js';
 
 /**
  * A vector-store operation failed (SQL error, incompatible collection, closed store). Foreign errors are kept in
@@ -32,5 +33,20 @@ export class DataDirInUseError extends VectorStoreError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'DataDirInUseError';
+  }
+}
+
+/**
+ * Rejects a document record a store could not write back faithfully (both stores check the same rules).
+ * @throws {VectorStoreError} for an empty id, a non-integer chunk count or an updatedAt that is not a timestamp.
+ */
+export function checkDocumentRecord(record: DocumentRecord): void {
+  if (typeof record.documentId !== 'string' || record.documentId.length === 0) {
+    throw new VectorStoreError('documentId must be a non-empty string');
+  }
+  if (!Number.isInteger(record.chunkCount) || Number.isNaN(Date.parse(record.updatedAt))) {
+    throw new VectorStoreError(
+      `document ${record.documentId}: chunkCount must be an integer and updatedAt an ISO timestamp`,
+    );
   }
 }

@@ -10,7 +10,7 @@ import type { Embedder } from '../../embeddings/types.js';
 import { Ai4ragError, NotFoundError } from '../../errors.js';
 import { normalizedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
-import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
+import { checkDocumentRecord, VectorStoreConfigError, VectorStoreError } from '../errors.js';
 import { resolveCollectionName } from '../naming.js';
 import type {
   CollectionStats,
@@ -133,18 +133,6 @@ function chunked<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
-}
-
-/** @throws {VectorStoreError} for a record that cannot be stored. */
-function checkDocumentRecord(record: DocumentRecord): void {
-  if (typeof record.documentId !== 'string' || record.documentId.length === 0) {
-    throw new VectorStoreError('documentId must be a non-empty string');
-  }
-  if (!Number.isInteger(record.chunkCount) || Number.isNaN(Date.parse(record.updatedAt))) {
-    throw new VectorStoreError(
-      `document ${record.documentId}: chunkCount must be an integer and updatedAt an ISO timestamp`,
-    );
-  }
 }
 
 function toDocumentRecord(row: DocRow): DocumentRecord {

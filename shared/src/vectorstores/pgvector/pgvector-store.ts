@@ -5,7 +5,7 @@ import { type TermStats, termStatsFromCounts } from '../../generation/term-stats
 import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
-import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
+import { checkDocumentRecord, VectorStoreConfigError, VectorStoreError } from '../errors.js';
 import { validateMetadataFilter } from '../filter.js';
 import { auxiliaryName, quoteIdent, resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
@@ -167,18 +167,6 @@ function sortedWeights(weights: ReadonlyMap<number, number>): SortedWeights {
 
 function sortedLiteral(w: SortedWeights): string {
   return `{${w.indices.map((i, j) => `${i}:${w.values[j]}`).join(',')}}/${BM25_DIM}`;
-}
-
-/** @throws {VectorStoreError} for a record that cannot be stored. */
-function checkDocumentRecord(record: DocumentRecord): void {
-  if (typeof record.documentId !== 'string' || record.documentId.length === 0) {
-    throw new VectorStoreError('documentId must be a non-empty string');
-  }
-  if (!Number.isInteger(record.chunkCount) || Number.isNaN(Date.parse(record.updatedAt))) {
-    throw new VectorStoreError(
-      `document ${record.documentId}: chunkCount must be an integer and updatedAt an ISO timestamp`,
-    );
-  }
 }
 
 function sqlState(error: unknown): string | undefined {

@@ -49,12 +49,86 @@ export interface DocumentRecord {
   /** ISO timestamp. */
   updatedAt: string;
   metadata?: Record<string, unknown>;
+  /** The staged write whose chunks make up this document (absent for direct writes). */
+  version?: string;
+  /** S3 `sequencer` of the upload this version came from (the Lambda flow). */
+  sequencer?: string;
 }
 
 /** A document whose new chunks are stored: its record, and the ids of the chunks that make it up now. */
 export interface DocumentCommit {
   record: DocumentRecord;
   keepIds: string[];
+}
+
+/**
+ * Options of {@link VectorStore.beginWrite}. A *staged write* makes ingestion crash- and race-safe: chunks written
+ * under its version stay invisible to every read until {@link VectorStore.finishWrite} commits them, and a write
+ * whose lease lapsed (its writer died) is swept by the next writer.
+ */
+export interface BeginWriteOptions {
+  /**
+   * The version token (letters, digits, `.`, `_`, `-`, `:`; at most 128). Give a deterministic one when several
+   * processes write one version (the Lambda flow); beginning an existing version renews its lease. Generated when
+   * absent.
+   */
+  version?: string;
+  /** Seconds the write stays alive without a write or renewal. @default 900 */
+  leaseSeconds?: number;
+  /** Who writes (`host:pid` for a local process, so a dead one is swept at once on the same host). */
+  owner?: string;
+}
+
+/** One document of a staged write to commit. */
+export interface VersionedCommit {
+  /** The document's record; `chunkCount` must equal `chunkIds.length`. */
+  record: DocumentRecord;
+  /** Every chunk id of this version of the document (all must be staged under the write's version). */
+  chunkIds: string[];
+  /**
+   * Order of the source event (an S3 `sequencer`, hexadecimal): a commit older than the stored record's or the
+   * deletion's sequencer is refused (`superseded` / `deleted`).
+   */
+  sequencer?: string;
+  /** ISO time the writer read the source: a deletion after it refuses the commit (`deleted`). */
+  readAt?: string;
+}
+
+/** Why a document of a staged write was not committed. */
+export type CommitRefusal = 'superseded' | 'deleted' | 'incomplete' | 'expired';
+
+/** What {@link VectorStore.finishWrite} did. */
+export interface WriteOutcome {
+  /** Documents now at this write's version. */
+  committed: string[];
+  refused: { documentId: string; reason: CommitRefusal; message: string }[];
+  /** Chunks removed: previous versions of the committed documents and the refused documents' staged chunks. */
+  chunksDeleted: number;
+}
+
+/** Options of {@link VectorStore.deleteDocument}. */
+export interface DeleteDocumentOptions {
+  /** S3 `sequencer` of the removal: an older one than the stored record's is ignored (returns -1). */
+  sequencer?: string;
+}
+
+/** Result of {@link VectorStore.checkIntegrity}. */
+export interface IntegrityReport {
+  collection: string;
+  documents: number;
+  chunks: number;
+  /** Chunks of no committed document version and of no live write (invisible, but taking space). */
+  orphanChunks: number;
+  /** Documents whose stored chunks differ from their record (count or version). */
+  mismatched: { documentId: string; recorded: number; stored: number }[];
+  /** Staged writes still holding a lease (live, or dead and not yet expired). */
+  liveWrites: { version: string; owner: string; expiresAt: string; chunks: number }[];
+  /** Writes whose lease lapsed, with their staged chunks. */
+  expiredWrites: { version: string; owner: string; chunks: number }[];
+  /** Whether I1–I2 hold (no orphans, no mismatch, no expired write). */
+  clean: boolean;
+  /** What `repair` changed (absent without it). */
+  repaired?: { chunksDeleted: number; writesSwept: number; recordsFixed: number };
 }
 
 export interface CollectionStats {
@@ -73,14 +147,41 @@ export interface CollectionStats {
  */
 export interface VectorStore {
   readonly collectionName: string;
-  /** Embeds (≤ the embedder's batch limit per call) and upserts chunks; duplicate ids: first wins. Returns the number stored. */
-  addChunks(chunks: AI4RAGChunk[]): Promise<number>;
-  /** Upserts chunks whose vectors are already computed. Idempotent by chunk id. */
-  upsert(records: EmbeddedChunk[]): Promise<number>;
+  /**
+   * Embeds (≤ the embedder's batch limit per call) and upserts chunks; duplicate ids: first wins. Returns the number
+   * stored. With `version`, the chunks are staged under that write (see {@link beginWrite}).
+   */
+  addChunks(chunks: AI4RAGChunk[], options?: { version?: string }): Promise<number>;
+  /** Upserts chunks whose vectors are already computed. Idempotent by chunk id (and version). */
+  upsert(records: EmbeddedChunk[], options?: { version?: string }): Promise<number>;
+  /**
+   * Starts (or renews) a staged write and sweeps writes whose lease lapsed or whose local writer died. Returns the
+   * version token to pass to `upsert` / `addChunks` / `finishWrite`.
+   */
+  beginWrite(options?: BeginWriteOptions): Promise<string>;
+  /**
+   * Commits documents of a staged write, each under a per-document lock: its staged chunks must be complete, and
+   * no newer version or deletion may have been committed meanwhile (compare-and-set); then its previous version's
+   * chunks are removed and its record written, atomically. Staged chunks of documents not committed are removed,
+   * and the write ends. One document's refusal never affects another.
+   */
+  finishWrite(version: string, entries: VersionedCommit[]): Promise<WriteOutcome>;
+  /** Ends a staged write without committing: removes its staged chunks. Returns chunks removed. */
+  abortWrite(version: string): Promise<number>;
+  /**
+   * Deletes a document (its visible chunks and record), leaving a tombstone so that an older ingest of it that
+   * finishes later cannot bring it back. Returns chunks deleted, or -1 when a newer version outranks the deletion.
+   */
+  deleteDocument(documentId: string, options?: DeleteDocumentOptions): Promise<number>;
+  /** Verifies I1–I2 (orphans, incomplete or mismatched documents, lapsed writes); with `repair`, fixes them. */
+  checkIntegrity(options?: { repair?: boolean }): Promise<IntegrityReport>;
   search(query: string, params: SearchParams): Promise<SearchHit[]>;
   /** Chunks of one document with sequence_number in [from, to], ordered by sequence_number. */
   getChunksBySequence(documentId: string, from: number, to: number): Promise<SearchHit[]>;
-  /** Deletes a document's chunks (except `keepIds`) and its record. Returns chunks deleted. */
+  /**
+   * Deletes a document's chunks (except `keepIds`) and, without `keepIds`, its record (as {@link deleteDocument}).
+   * Returns chunks deleted.
+   */
   deleteByDocument(documentId: string, options?: { keepIds?: string[] }): Promise<number>;
   deleteByFilter(filter: MetadataFilter): Promise<number>;
   putDocument(record: DocumentRecord): Promise<void>;

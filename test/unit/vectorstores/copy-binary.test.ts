@@ -6,7 +6,7 @@ import {
 import { openPglite, type PgliteSqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 
 const TABLE = `CREATE TABLE t (id text primary key, document_id text, sequence_number int, content text,
-  metadata jsonb, embedding vector(3), bm25 sparsevec(1000000000), token_count int)`;
+  metadata jsonb, embedding vector(3), bm25 sparsevec(1000000000), token_count int, version text)`;
 const COLUMNS = [
   'id',
   'document_id',
@@ -16,6 +16,7 @@ const COLUMNS = [
   'embedding',
   'bm25',
   'token_count',
+  'version',
 ];
 
 // Values exactly representable as float4, and jsonb text in PostgreSQL's canonical output form.
@@ -30,6 +31,7 @@ const ROW: ChunkRow = {
   bm25Values: [1.25, 0.5, 2],
   bm25Dim: 1_000_000_000,
   tokenCount: 42,
+  version: 'v1-ab',
 };
 
 describe('encodeChunkRows (binary COPY)', () => {
@@ -47,7 +49,7 @@ describe('encodeChunkRows (binary COPY)', () => {
   it('produces exactly the bytes PostgreSQL itself writes for the same row', async () => {
     // Prepare: the same row stored through the text path, exported by the server in binary
     await client.query(
-      `INSERT INTO t VALUES ($1, $2, $3, $4, $5::jsonb, '[0.5,-0.25,1.5]', '{3:1.25,17:0.5,999999999:2}/1000000000', 42)`,
+      `INSERT INTO t VALUES ($1, $2, $3, $4, $5::jsonb, '[0.5,-0.25,1.5]', '{3:1.25,17:0.5,999999999:2}/1000000000', 42, 'v1-ab')`,
       [ROW.id, ROW.documentId, ROW.sequenceNumber, ROW.content, ROW.metadataJson],
     );
     const exported = await client.db.query(`COPY t TO '/dev/blob' WITH (FORMAT binary)`);

@@ -8,6 +8,7 @@ import { fromPgPool, type SqlClient } from '../../../shared/src/vectorstores/sql
 import { clientOptions, probePgServer } from '../../support/pg.js';
 import { runVectorStoreContract } from './contract.js';
 import { runPgVectorSuite } from './pgvector-suite.js';
+import { runStagedWriteContract } from './staged-contract.js';
 
 // A real PostgreSQL + pgvector from PGVECTOR_* (e.g. ../shared/tools/pg-with-pgvector); skipped otherwise.
 const config = await probePgServer(2000);
@@ -36,5 +37,9 @@ describe.skipIf(config === undefined)('real PostgreSQL server', () => {
       }
     },
   );
+  runStagedWriteContract('pgvector on a PostgreSQL server', (opts) => {
+    created.push(opts.collectionName);
+    return PgVectorStore.create({ client, ...opts });
+  });
   runPgVectorSuite('PostgreSQL server', () => client);
 });

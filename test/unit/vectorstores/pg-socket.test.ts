@@ -10,6 +10,7 @@ import {
 } from '../../../shared/src/vectorstores/sql-client.js';
 import { runVectorStoreContract } from './contract.js';
 import { runPgVectorSuite } from './pgvector-suite.js';
+import { runStagedWriteContract } from './staged-contract.js';
 
 const POOL_SIZE = 4;
 let local: PgliteSqlClient;
@@ -42,6 +43,9 @@ afterAll(async () => {
 });
 
 runVectorStoreContract('pgvector over pglite-socket + pg.Pool', (opts) =>
+  PgVectorStore.create({ client, ...opts }),
+);
+runStagedWriteContract('pgvector over pglite-socket + pg.Pool', (opts) =>
   PgVectorStore.create({ client, ...opts }),
 );
 runPgVectorSuite('pglite-socket + pg.Pool', () => client);

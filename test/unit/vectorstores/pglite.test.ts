@@ -8,6 +8,7 @@ import { openPglite, type PgliteSqlClient } from '../../../shared/src/vectorstor
 import { makeChunk, runVectorStoreContract } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
 import { runPgVectorSuite } from './pgvector-suite.js';
+import { runStagedWriteContract } from './staged-contract.js';
 
 let client: PgliteSqlClient;
 beforeAll(async () => {
@@ -18,6 +19,9 @@ afterAll(async () => {
 });
 
 runVectorStoreContract('pgvector on in-memory PGlite', (opts) =>
+  PgVectorStore.create({ client, ...opts }),
+);
+runStagedWriteContract('pgvector on in-memory PGlite', (opts) =>
   PgVectorStore.create({ client, ...opts }),
 );
 runPgVectorSuite('in-memory PGlite', () => client);

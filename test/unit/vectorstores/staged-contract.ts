@@ -275,7 +275,7 @@ export function runStagedWriteContract(
       expect(staleRemoval).toBe(-1);
       expect(await visibleIds(store, 'd1')).toEqual(newer.map((c) => c.id).sort());
       // A newer removal deletes; an upload older than it, arriving late, stays out.
-      expect(await store.deleteDocument('d1', { sequencer: '0C' })).toBe(2);
+      expect(await store.deleteDocument('d1', { sequencer: '0C0' })).toBe(2);
       const vLate = await store.beginWrite({ version: 'd1.0BB' });
       await store.addChunks(older, { version: vLate });
       const lateUpload = await store.finishWrite(vLate, [

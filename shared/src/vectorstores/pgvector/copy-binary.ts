@@ -8,7 +8,7 @@
  * + int32 nnz + int32 0 + int32[] 0-based indices + float4[] values. Pure and synchronous.
  */
 
-/** One row of the chunk table, in column order: id, document_id, sequence_number, content, metadata, embedding, bm25, token_count. */
+/** One row of the chunk table, in column order: id, document_id, sequence_number, content, metadata, embedding, bm25, token_count, version. */
 export interface ChunkRow {
   id: string;
   documentId: string;
@@ -23,10 +23,12 @@ export interface ChunkRow {
   /** Declared dimension of the sparsevec column. */
   bm25Dim: number;
   tokenCount: number;
+  /** Staged-write version (`''` for a direct write). */
+  version: string;
 }
 
 const SIGNATURE = [0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00];
-const FIELDS = 8;
+const FIELDS = 9;
 const encoder = new TextEncoder();
 
 /**
@@ -39,6 +41,7 @@ export function encodeChunkRows(rows: readonly ChunkRow[]): Uint8Array {
     doc: encoder.encode(r.documentId),
     content: encoder.encode(r.content),
     meta: encoder.encode(r.metadataJson),
+    version: encoder.encode(r.version),
   }));
   let size = SIGNATURE.length + 8 + 2;
   rows.forEach((r, i) => {
@@ -47,7 +50,7 @@ export function encodeChunkRows(rows: readonly ChunkRow[]): Uint8Array {
     if (r.bm25Indices.length !== r.bm25Values.length)
       throw new RangeError('sparse indices and values differ in length');
     size += 2 + FIELDS * 4;
-    size += t.id.length + t.doc.length + 4 + t.content.length + 1 + t.meta.length;
+    size += t.id.length + t.doc.length + 4 + t.content.length + 1 + t.meta.length + t.version.length;
     size += 4 + 4 * r.embedding.length;
     size += 12 + 8 * r.bm25Indices.length;
     size += 4;
@@ -105,6 +108,7 @@ export function encodeChunkRows(rows: readonly ChunkRow[]): Uint8Array {
       o += 4;
     }
     int4(r.tokenCount);
+    bytes(t.version);
   });
   view.setInt16(o, -1); // trailer
   return buf;

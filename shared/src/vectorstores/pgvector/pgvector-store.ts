@@ -9,16 +9,31 @@ import { checkDocumentRecord, VectorStoreConfigError, VectorStoreError } from '.
 import { validateMetadataFilter } from '../filter.js';
 import { auxiliaryName, quoteIdent, resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
+import {
+  checkLease,
+  checkVersion,
+  compareSequencers,
+  DEFAULT_LEASE_SECONDS,
+  isDeadLocalOwner,
+  localOwner,
+  newVersion,
+} from '../staged.js';
 import type {
+  BeginWriteOptions,
   CollectionStats,
+  CommitRefusal,
+  DeleteDocumentOptions,
   DistanceMetric,
   DocumentCommit,
   DocumentRecord,
   EmbeddedChunk,
+  IntegrityReport,
   MetadataFilter,
   SearchHit,
   SearchParams,
   VectorStore,
+  VersionedCommit,
+  WriteOutcome,
 } from '../types.js';
 import {
   BM25_DIM,
@@ -43,6 +58,9 @@ export const REGISTRY_TABLE = 'ai4rag_collections';
 
 const REWEIGHT_BATCH = 1000;
 const DF_BATCH = 10_000;
+/** Pseudo-terms of the df log that carry the chunk-count and token-total deltas (real term ids are ≥ 0). */
+const N_TERM = -1;
+const TOTAL_TERM = -2;
 
 const OPERATOR: Record<DistanceMetric, string> = {
   cosine: '<=>',
@@ -130,7 +148,11 @@ interface DocRow {
   chunk_count: number;
   updated_at: Date | string;
   metadata: Record<string, unknown> | null;
+  version: string | null;
+  sequencer: string | null;
 }
+
+const DOC_COLUMNS = 'document_id, content_hash, chunk_count, updated_at, metadata, version, sequencer';
 
 /**
  * Vector literal with components rounded to 1e-7 when |x| ≥ 1e-3 (embedding components; the cosine or
@@ -150,6 +172,7 @@ const COPY_COLUMNS = [
   'embedding',
   'bm25',
   'token_count',
+  'version',
 ] as const;
 
 interface SortedWeights {
@@ -205,7 +228,51 @@ function toDocumentRecord(row: DocRow): DocumentRecord {
     chunkCount: row.chunk_count,
     updatedAt: new Date(row.updated_at).toISOString(),
     ...(row.metadata !== null ? { metadata: row.metadata } : {}),
+    ...(row.version ? { version: row.version } : {}),
+    ...(row.sequencer ? { sequencer: row.sequencer } : {}),
   };
+}
+
+/**
+ * Why a document of a staged write may not be committed, or undefined when it may (see `finishWrite`).
+ * Sequencers decide when both sides carry one; else a deletion after the writer read the source refuses it; last,
+ * the staged chunks must be exactly the version's.
+ */
+function refusal(
+  entry: VersionedCommit,
+  current: { sequencer: string | null; deleted_at: Date | string | null } | undefined,
+  staged: ReadonlySet<string> | undefined,
+): { reason: CommitRefusal; message: string } | undefined {
+  const id = entry.record.documentId;
+  const deletedAt = current?.deleted_at == null ? undefined : new Date(current.deleted_at);
+  if (entry.sequencer !== undefined && current?.sequencer != null) {
+    if (compareSequencers(entry.sequencer, current.sequencer) < 0) {
+      return deletedAt
+        ? {
+            reason: 'deleted',
+            message: `${id}: removed by a later event (sequencer ${current.sequencer} > ${entry.sequencer}); not restored`,
+          }
+        : {
+            reason: 'superseded',
+            message: `${id}: a newer upload is stored (sequencer ${current.sequencer} > ${entry.sequencer})`,
+          };
+    }
+  } else if (deletedAt && entry.readAt !== undefined && Date.parse(entry.readAt) < deletedAt.getTime()) {
+    return {
+      reason: 'deleted',
+      message: `${id}: deleted at ${deletedAt.toISOString()}, after this ingest read it (${entry.readAt}); not restored`,
+    };
+  }
+  const have = entry.chunkIds.filter((c) => staged?.has(c)).length;
+  if (have !== entry.chunkIds.length || (staged?.size ?? 0) !== entry.chunkIds.length) {
+    return {
+      reason: 'incomplete',
+      message: `${id}: ${have} of ${entry.chunkIds.length} chunks staged${
+        (staged?.size ?? 0) > have ? ` (and ${(staged?.size ?? 0) - have} unexpected)` : ''
+      }; previous version kept`,
+    };
+  }
+  return undefined;
 }
 
 /**
@@ -220,6 +287,7 @@ export async function dropPgCollection(client: SqlClient, collectionName: string
     await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 't'))}`);
     await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 'l'))}`);
     await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 'd'))}`);
+    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 'w'))}`);
     const reg = await tx.query<{ t: string | null }>(`SELECT to_regclass($1) AS t`, [
       REGISTRY_TABLE,
     ]);
@@ -247,6 +315,10 @@ export class PgVectorStore implements VectorStore {
   /** Append-only log of document-frequency changes, folded into `dfTable` before the next keyword search. */
   private readonly dfLog: string;
   private readonly docTable: string;
+  /** Staged writes in flight: version, owner, lease. Chunks of a version listed here are invisible. */
+  private readonly writesTable: string;
+  /** SQL condition (on the chunk table, unaliased) that a row belongs to no staged write. */
+  private readonly visible: string;
   private readonly hnswIndex: string;
   private readonly annMinRows: number;
   private readonly hybridCandidates: number;
@@ -273,6 +345,8 @@ export class PgVectorStore implements VectorStore {
     this.dfTable = quoteIdent(auxiliaryName(this.key, 't'));
     this.dfLog = quoteIdent(auxiliaryName(this.key, 'l'));
     this.docTable = quoteIdent(auxiliaryName(this.key, 'd'));
+    this.writesTable = quoteIdent(auxiliaryName(this.key, 'w'));
+    this.visible = `${this.table}.version NOT IN (SELECT version FROM ${this.writesTable})`;
     this.hnswIndex = quoteIdent(auxiliaryName(this.key, 'h'));
     this.distance = options.distance ?? 'cosine';
     this.dimension = options.embedder.dimension;
@@ -407,14 +481,16 @@ export class PgVectorStore implements VectorStore {
         );
       }
       await tx.query(`CREATE TABLE IF NOT EXISTS ${this.table} (
-        id text PRIMARY KEY,
+        id text NOT NULL,
         document_id text NOT NULL,
         sequence_number int NOT NULL,
         content text NOT NULL,
         metadata jsonb NOT NULL,
         embedding vector(${this.dimension}) NOT NULL,
         bm25 sparsevec(${BM25_DIM}),
-        token_count int NOT NULL)`);
+        token_count int NOT NULL,
+        version text NOT NULL DEFAULT '',
+        PRIMARY KEY (id, version))`);
       await tx.query(
         `CREATE INDEX IF NOT EXISTS ${quoteIdent(auxiliaryName(this.key, 's'))} ON ${this.table} (document_id, sequence_number)`,
       );
@@ -429,7 +505,17 @@ export class PgVectorStore implements VectorStore {
         content_hash text NOT NULL,
         chunk_count int NOT NULL,
         updated_at timestamptz NOT NULL,
-        metadata jsonb)`);
+        metadata jsonb,
+        version text,
+        sequencer text,
+        deleted_at timestamptz)`);
+      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.writesTable} (
+        version text PRIMARY KEY,
+        owner text NOT NULL,
+        lease_seconds float8 NOT NULL,
+        expires_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now())`);
+      await this.migrate(tx);
       return row;
     });
     const idx = await c.query<{ one: number }>(
@@ -442,6 +528,41 @@ export class PgVectorStore implements VectorStore {
       this.useCopy = c.dialect === 'pglite' || !String(version.rows[0]?.v).includes('PGlite');
     }
     if (reg.analyzer_version !== ANALYZER_VERSION) await this.refreshBm25(true);
+  }
+
+  /**
+   * Brings a collection created before staged writes to the current schema (chunk version column in the primary
+   * key, document version / sequencer / tombstone columns). One catalogue query when nothing is to do; the DDL
+   * runs once, under the registry lock the caller holds.
+   */
+  private async migrate(tx: SqlClient): Promise<void> {
+    const cols = await tx.query<{ table_name: string; column_name: string }>(
+      `SELECT table_name, column_name FROM information_schema.columns
+       WHERE table_schema = current_schema() AND table_name = ANY($1::text[])
+         AND column_name IN ('version', 'deleted_at')`,
+      [[this.table.slice(1, -1), this.docTable.slice(1, -1)]],
+    );
+    const has = (table: string, column: string) =>
+      cols.rows.some((r) => r.table_name === table.slice(1, -1) && r.column_name === column);
+    if (!has(this.table, 'version')) {
+      const pk = await tx.query<{ conname: string }>(
+        `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
+        [this.table.slice(1, -1)],
+      );
+      await tx.query(`ALTER TABLE ${this.table} ADD COLUMN version text NOT NULL DEFAULT ''`);
+      const name = pk.rows[0]?.conname;
+      if (name !== undefined) {
+        await tx.query(`ALTER TABLE ${this.table} DROP CONSTRAINT ${quoteIdent(name)}`);
+      }
+      await tx.query(`ALTER TABLE ${this.table} ADD PRIMARY KEY (id, version)`);
+      this.logger(`collection ${this.collectionName}: chunk table migrated to versioned rows`);
+    }
+    if (!has(this.docTable, 'deleted_at')) {
+      await tx.query(
+        `ALTER TABLE ${this.docTable} ADD COLUMN IF NOT EXISTS version text,
+           ADD COLUMN IF NOT EXISTS sequencer text, ADD COLUMN IF NOT EXISTS deleted_at timestamptz`,
+      );
+    }
   }
 
   /** Runs DDL that may race with another process creating the same object. */
@@ -497,14 +618,27 @@ export class PgVectorStore implements VectorStore {
   }
 
   /**
-   * Records document-frequency changes of a write. Writers only append (binary COPY where available) and flag
-   * the registry; the log is folded into the df table once, before the next keyword search (`foldDf`). An
-   * ingestion of many batches thus updates each term's df once instead of once per batch, and writes stay
-   * cheap. Writers and the fold both hold the registry row lock, so they never interleave.
+   * Records the statistics changes of a write: per-term document-frequency deltas and, under the pseudo-terms
+   * {@link N_TERM} / {@link TOTAL_TERM}, the chunk-count and token-total deltas. Writers only append (binary COPY
+   * where available) and take no collection-wide lock, so writers of different documents never wait on each
+   * other; the log is folded into the df table and the registry once, before the next keyword search (`foldDf`).
    */
-  private async logDf(tx: SqlClient, delta: Map<number, number>): Promise<void> {
+  private async logDf(
+    tx: SqlClient,
+    delta: Map<number, number>,
+    chunks = 0,
+    tokens = 0,
+  ): Promise<void> {
     const terms: number[] = [];
     const deltas: number[] = [];
+    if (chunks !== 0) {
+      terms.push(N_TERM);
+      deltas.push(chunks);
+    }
+    if (tokens !== 0) {
+      terms.push(TOTAL_TERM);
+      deltas.push(tokens);
+    }
     for (const [term, d] of delta) {
       if (d === 0) continue;
       terms.push(term);
@@ -521,19 +655,32 @@ export class PgVectorStore implements VectorStore {
         );
       }
     }
-    await tx.query(`UPDATE ${REGISTRY_TABLE} SET df_pending = true WHERE name = $1`, [this.key]);
   }
 
-  /** Folds the df log into the df table (one set-based statement) and clears it. Caller holds the lock. */
+  /**
+   * Folds the df log into the df table and the registry's counts, and clears it — in one statement, so rows that
+   * writers append meanwhile are neither lost nor counted twice. Caller holds the registry lock.
+   */
   private async foldDf(tx: SqlClient): Promise<void> {
     await tx.query(
-      `INSERT INTO ${this.dfTable} AS d (term, df)
-       SELECT term, sum(delta)::int FROM ${this.dfLog} GROUP BY term HAVING sum(delta) <> 0
-       ON CONFLICT (term) DO UPDATE SET df = d.df + EXCLUDED.df`,
+      `WITH moved AS (DELETE FROM ${this.dfLog} RETURNING term, delta),
+       agg AS (SELECT term, sum(delta)::bigint AS d FROM moved GROUP BY term),
+       up AS (
+         INSERT INTO ${this.dfTable} AS x (term, df)
+         SELECT term, d::int FROM agg WHERE term >= 0 AND d <> 0
+         ON CONFLICT (term) DO UPDATE SET df = x.df + EXCLUDED.df RETURNING 1)
+       UPDATE ${REGISTRY_TABLE} SET
+         chunk_count = GREATEST(0, chunk_count + COALESCE((SELECT d FROM agg WHERE term = ${N_TERM}), 0)),
+         token_total = GREATEST(0, token_total + COALESCE((SELECT d FROM agg WHERE term = ${TOTAL_TERM}), 0)),
+         df_pending = false
+       WHERE name = $1`,
+      [this.key],
     );
     await tx.query(`DELETE FROM ${this.dfTable} WHERE df <= 0`);
-    await tx.query(`DELETE FROM ${this.dfLog}`);
-    await tx.query(`UPDATE ${REGISTRY_TABLE} SET df_pending = false WHERE name = $1`, [this.key]);
+    await tx.query(
+      `UPDATE ${REGISTRY_TABLE} SET bm25_avgdl_weighted = NULL WHERE name = $1 AND chunk_count = 0`,
+      [this.key],
+    );
   }
 
   private async applyDf(tx: SqlClient, delta: Map<number, number>): Promise<void> {
@@ -555,8 +702,9 @@ export class PgVectorStore implements VectorStore {
    * statistics change only for new ids (or changed content), so re-upserting is idempotent.
    * @throws {VectorStoreError} for a vector of the wrong dimension or a SQL failure.
    */
-  async upsert(records: EmbeddedChunk[]): Promise<number> {
+  async upsert(records: EmbeddedChunk[], options: { version?: string } = {}): Promise<number> {
     this.assertOpen();
+    const version = options.version === undefined ? '' : checkVersion(options.version);
     const seen = new Set<string>();
     const unique: EmbeddedChunk[] = [];
     for (const r of records) {
@@ -587,23 +735,60 @@ export class PgVectorStore implements VectorStore {
     }
     for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
       const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
-      await this.exclusive(() =>
-        this.run('upsert', () => this.client.transaction((tx) => this.upsertBatch(tx, batch))),
-      );
+      const attempt = () =>
+        this.run('upsert', () =>
+          this.client.transaction((tx) => this.upsertBatch(tx, batch, version, true)),
+        );
+      await this.exclusive(async () => {
+        try {
+          await attempt();
+        } catch (error: unknown) {
+          // Another delivery of the same staged batch inserted some of these rows first (binary COPY cannot skip
+          // conflicts): once more, where they are found and updated in place.
+          if (sqlState((error as { cause?: unknown }).cause) !== '23505') throw error;
+          await this.run('upsert', () =>
+            this.client.transaction((tx) => this.upsertBatch(tx, batch, version, false)),
+          );
+        }
+      });
     }
     return unique.length;
   }
 
-  private async upsertBatch(tx: SqlClient, batch: EmbeddedChunk[]): Promise<void> {
-    const reg = await this.lockRegistry(tx);
+  /** Renews a staged write's lease inside `tx` (row-locking it against a sweep), or throws when it ended. */
+  private async holdWrite(tx: SqlClient, version: string): Promise<void> {
+    const res = await tx.query<{ one: number }>(
+      `UPDATE ${this.writesTable} SET expires_at = now() + lease_seconds * interval '1 second'
+       WHERE version = $1 RETURNING 1 AS one`,
+      [version],
+    );
+    if (res.rows.length === 0) {
+      throw new VectorStoreError(
+        `write ${version} on collection ${this.collectionName} has ended or expired (finished, aborted, or swept ` +
+          'after its lease lapsed); begin a new write',
+      );
+    }
+  }
+
+  private async upsertBatch(
+    tx: SqlClient,
+    batch: EmbeddedChunk[],
+    version: string,
+    allowCopy: boolean,
+  ): Promise<void> {
+    if (version !== '') await this.holdWrite(tx, version);
+    // Read without a lock: the counts only seed avgdl; their changes go to the append-only log.
+    const reg = await this.lockRegistry(tx, false);
     const ids = batch.map((r) => r.chunk.id);
     const existing = await tx.query<{ id: string; content: string }>(
-      `SELECT id, content FROM ${this.table} WHERE id = ANY($1::text[])`,
-      [ids],
+      `SELECT id, content FROM ${this.table} WHERE version = $2 AND id = ANY($1::text[])`,
+      [ids, version],
     );
     const old = new Map(existing.rows.map((r) => [r.id, r.content]));
     let n = reg.n;
     let total = reg.total;
+    let added = 0;
+    let tokenDelta = 0;
     const dfDelta = new Map<number, number>();
     const bump = (tf: Map<number, number>, by: number) => {
       for (const id of tf.keys()) dfDelta.set(id, (dfDelta.get(id) ?? 0) + by);
@@ -615,10 +800,13 @@ export class PgVectorStore implements VectorStore {
       if (prev === undefined) {
         n += 1;
         total += tokens.length;
+        added += 1;
+        tokenDelta += tokens.length;
         bump(tf, 1);
       } else if (prev !== r.chunk.text) {
         const prevTokens = analyze(prev);
         total += tokens.length - prevTokens.length;
+        tokenDelta += tokens.length - prevTokens.length;
         bump(termFrequencies(prevTokens), -1);
         bump(tf, 1);
       }
@@ -635,9 +823,10 @@ export class PgVectorStore implements VectorStore {
     );
     const isNew = batch.map((r) => !old.has(r.chunk.id));
     // New rows go through binary COPY where the client offers it (no float parsing; several times faster
-    // than the INSERT below); rows that exist are updated in place. The registry lock taken above serializes
-    // writers, so no other writer can insert one of these ids in between.
-    const viaCopy = this.useCopy && tx.copyFrom !== undefined;
+    // than the INSERT below); rows that exist are updated in place. Rows are keyed by (id, version) and one
+    // writer owns a version; a concurrent redelivery of the same batch makes the COPY fail (the caller retries
+    // without it).
+    const viaCopy = allowCopy && this.useCopy && tx.copyFrom !== undefined;
     if (viaCopy && tx.copyFrom && isNew.some(Boolean)) {
       const rows: CopyRow[] = [];
       batch.forEach((r, i) => {
@@ -654,6 +843,7 @@ export class PgVectorStore implements VectorStore {
           bm25Values: w.values,
           bm25Dim: BM25_DIM,
           tokenCount: (analyzed[i] as { dl: number }).dl,
+          version,
         });
       });
       await tx.copyFrom(this.table, COPY_COLUMNS, encodeChunkRows(rows));
@@ -663,11 +853,11 @@ export class PgVectorStore implements VectorStore {
       const at = <T>(f: (r: EmbeddedChunk, i: number) => T) =>
         pick.map((i) => f(batch[i] as EmbeddedChunk, i));
       await tx.query(
-        `INSERT INTO ${this.table} (id, document_id, sequence_number, content, metadata, embedding, bm25, token_count)
-         SELECT u.id, u.doc, u.seq, u.content, u.meta::jsonb, u.emb::vector, u.bm::sparsevec, u.tc
+        `INSERT INTO ${this.table} (id, document_id, sequence_number, content, metadata, embedding, bm25, token_count, version)
+         SELECT u.id, u.doc, u.seq, u.content, u.meta::jsonb, u.emb::vector, u.bm::sparsevec, u.tc, $9
          FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int4[])
            AS u(id, doc, seq, content, meta, emb, bm, tc)
-         ON CONFLICT (id) DO UPDATE SET document_id = EXCLUDED.document_id,
+         ON CONFLICT (id, version) DO UPDATE SET document_id = EXCLUDED.document_id,
            sequence_number = EXCLUDED.sequence_number, content = EXCLUDED.content, metadata = EXCLUDED.metadata,
            embedding = EXCLUDED.embedding, bm25 = EXCLUDED.bm25, token_count = EXCLUDED.token_count`,
         [
@@ -679,21 +869,27 @@ export class PgVectorStore implements VectorStore {
           at((r) => vectorLiteral(r.vector)),
           at((_, i) => sortedLiteral(weights[i] as SortedWeights)),
           at((_, i) => (analyzed[i] as { dl: number }).dl),
+          version,
         ],
       );
     }
-    await this.logDf(tx, dfDelta);
-    await tx.query(
-      `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3, bm25_avgdl_weighted = $4 WHERE name = $1`,
-      [this.key, n, total, avgdl],
-    );
+    await this.logDf(tx, dfDelta, added, tokenDelta);
+    if (reg.bm25_avgdl_weighted === null || reg.bm25_avgdl_weighted <= 0) {
+      // The first write of a collection fixes the avgdl its weights were computed with (the only registry write
+      // on the write path; later drift is handled by re-weighting before a keyword search).
+      await tx.query(
+        `UPDATE ${REGISTRY_TABLE} SET bm25_avgdl_weighted = $2
+         WHERE name = $1 AND (bm25_avgdl_weighted IS NULL OR bm25_avgdl_weighted <= 0)`,
+        [this.key, avgdl],
+      );
+    }
   }
 
   /**
    * Embeds chunks with the store's embedder (≤ 1,024 texts per call, sequentially) and upserts them.
    * @throws {VectorStoreError} when the embedder returns the wrong number or size of vectors.
    */
-  async addChunks(chunks: AI4RAGChunk[]): Promise<number> {
+  async addChunks(chunks: AI4RAGChunk[], options: { version?: string } = {}): Promise<number> {
     this.assertOpen();
     const seen = new Set<string>();
     const unique: AI4RAGChunk[] = [];
@@ -715,7 +911,10 @@ export class PgVectorStore implements VectorStore {
           );
         }
         if (writing) stored += await writing;
-        writing = this.upsert(batch.map((chunk, j) => ({ chunk, vector: vectors[j] ?? [] })));
+        writing = this.upsert(
+          batch.map((chunk, j) => ({ chunk, vector: vectors[j] ?? [] })),
+          options,
+        );
         // Marked handled now; the rejection, if any, is rethrown by the await above or below.
         writing.catch(() => undefined);
       }
@@ -786,10 +985,11 @@ export class PgVectorStore implements VectorStore {
     await this.ensureAnnIndex();
     const op = OPERATOR[this.distance];
     const params: unknown[] = [vectorLiteral(qvec), limit];
-    let where = '';
-    if (filter !== undefined && Object.keys(filter).length > 0) {
+    let where = `WHERE ${this.visible}`;
+    const filtered = filter !== undefined && Object.keys(filter).length > 0;
+    if (filtered) {
       params.push(JSON.stringify(filter));
-      where = 'WHERE metadata @> $3::jsonb';
+      where += ' AND metadata @> $3::jsonb';
     }
     const sql = `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
       FROM ${this.table} ${where} ORDER BY embedding ${op} $1::vector LIMIT $2`;
@@ -799,7 +999,8 @@ export class PgVectorStore implements VectorStore {
       ? await this.client.transaction(async (tx) => {
           const ef = Math.min(1000, Math.max(40, 2 * limit));
           await tx.query(`SET LOCAL hnsw.ef_search = ${ef}`);
-          if (where !== '' && this.iterativeScan) {
+          // Rows of staged writes are filtered out too, so the scan may need to go past ef_search.
+          if (this.iterativeScan) {
             await tx.query('SET LOCAL hnsw.iterative_scan = relaxed_order');
           }
           return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
@@ -881,7 +1082,7 @@ export class PgVectorStore implements VectorStore {
     }
     const res = await this.client.query<ScoredRow>(
       `SELECT id, content, metadata, ((bm25 <#> $1::sparsevec) * -1)::float8 AS score
-       FROM ${this.table} WHERE (bm25 <#> $1::sparsevec) < 0 ${extra}
+       FROM ${this.table} WHERE (bm25 <#> $1::sparsevec) < 0 AND ${this.visible} ${extra}
        ORDER BY bm25 <#> $1::sparsevec, id LIMIT $2`,
       params,
     );
@@ -891,17 +1092,23 @@ export class PgVectorStore implements VectorStore {
   /** Re-weights documents when avgdl drifted beyond the tolerance or k1/b changed. */
   private async ensureBm25Fresh(): Promise<RegistryRow> {
     const reg = await this.lockRegistry(this.client, false);
-    if (!reg.df_pending && !this.isStale(reg)) return reg;
-    if (reg.df_pending) {
+    const log = await this.client.query<{ pending: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending`,
+    );
+    const pending = log.rows[0]?.pending === true;
+    if (!pending && !this.isStale(reg)) return reg;
+    if (pending) {
       await this.exclusive(() =>
         this.run('BM25 statistics', () =>
           this.client.transaction(async (tx) => {
-            if ((await this.lockRegistry(tx)).df_pending) await this.foldDf(tx);
+            await this.lockRegistry(tx);
+            await this.foldDf(tx);
           }),
         ),
       );
     }
-    if (this.isStale(reg)) await this.refreshBm25(false);
+    const folded = pending ? await this.lockRegistry(this.client, false) : reg;
+    if (this.isStale(folded)) await this.refreshBm25(false);
     return this.lockRegistry(this.client, false);
   }
 
@@ -1011,7 +1218,8 @@ export class PgVectorStore implements VectorStore {
     const res = await this.run('read chunks', () =>
       this.client.query<ChunkRow>(
         `SELECT id, content, metadata FROM ${this.table}
-         WHERE document_id = $1 AND sequence_number BETWEEN $2 AND $3 ORDER BY sequence_number, id`,
+         WHERE document_id = $1 AND sequence_number BETWEEN $2 AND $3 AND ${this.visible}
+         ORDER BY sequence_number, id`,
         [documentId, from, to],
       ),
     );
@@ -1027,34 +1235,41 @@ export class PgVectorStore implements VectorStore {
     return this.exclusive(() =>
       this.run('delete', () =>
         this.client.transaction(async (tx) => {
-          const reg = await this.lockRegistry(tx);
-          const res = await tx.query<{ content: string; token_count: number }>(
-            `DELETE FROM ${this.table} WHERE ${where} RETURNING content, token_count`,
-            params,
-          );
-          const delta = new Map<number, number>();
-          let tokens = 0;
-          for (const row of res.rows) {
-            tokens += row.token_count;
-            for (const id of termFrequencies(analyze(row.content)).keys()) {
-              delta.set(id, (delta.get(id) ?? 0) - 1);
-            }
-          }
-          const count = res.rows.length;
-          if (count > 0) {
-            await this.logDf(tx, delta);
-            const n = Math.max(0, reg.n - count);
-            await tx.query(
-              `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3,
-                 bm25_avgdl_weighted = CASE WHEN $2::bigint = 0 THEN NULL ELSE bm25_avgdl_weighted END
-               WHERE name = $1`,
-              [this.key, n, n === 0 ? 0 : Math.max(0, reg.total - tokens)],
-            );
-          }
+          const count = await this.deleteRows(tx, where, params);
           await after?.(tx);
           return count;
         }),
       ),
+    );
+  }
+
+  /** Deletes chunk rows matching `where` inside `tx`, logging their statistics changes. Returns rows deleted. */
+  private async deleteRows(tx: SqlClient, where: string, params: unknown[]): Promise<number> {
+    const res = await tx.query<{ content: string; token_count: number }>(
+      `DELETE FROM ${this.table} WHERE ${where} RETURNING content, token_count`,
+      params,
+    );
+    const delta = new Map<number, number>();
+    let tokens = 0;
+    for (const row of res.rows) {
+      tokens += row.token_count;
+      for (const id of termFrequencies(analyze(row.content)).keys()) {
+        delta.set(id, (delta.get(id) ?? 0) - 1);
+      }
+    }
+    const count = res.rows.length;
+    if (count > 0) await this.logDf(tx, delta, -count, -tokens);
+    return count;
+  }
+
+  /** Takes transaction-scoped advisory locks on documents of this collection, in a fixed order (no deadlock). */
+  private async lockDocuments(tx: SqlClient, documentIds: readonly string[]): Promise<void> {
+    const keys = [...new Set(documentIds)].map((d) => `${this.key}:${d}`).sort();
+    if (keys.length === 0) return;
+    await tx.query(
+      `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0)))::int AS n
+       FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i)`,
+      [keys],
     );
   }
 
@@ -1068,12 +1283,8 @@ export class PgVectorStore implements VectorStore {
   ): Promise<number> {
     this.assertOpen();
     const { keepIds } = options;
-    if (keepIds === undefined) {
-      return this.deleteWhere('document_id = $1', [documentId], async (tx) => {
-        await tx.query(`DELETE FROM ${this.docTable} WHERE document_id = $1`, [documentId]);
-      });
-    }
-    return this.deleteWhere('document_id = $1 AND NOT (id = ANY($2::text[]))', [
+    if (keepIds === undefined) return Math.max(0, await this.deleteDocument(documentId));
+    return this.deleteWhere(`document_id = $1 AND NOT (id = ANY($2::text[])) AND ${this.visible}`, [
       documentId,
       keepIds,
     ]);
@@ -1087,7 +1298,7 @@ export class PgVectorStore implements VectorStore {
   async deleteByFilter(filter: MetadataFilter): Promise<number> {
     const f = validateMetadataFilter(filter, { nonEmpty: true });
     this.assertOpen();
-    return this.deleteWhere('metadata @> $1::jsonb', [JSON.stringify(f)]);
+    return this.deleteWhere(`metadata @> $1::jsonb AND ${this.visible}`, [JSON.stringify(f)]);
   }
 
   /** Creates or replaces a document record. */
@@ -1097,20 +1308,24 @@ export class PgVectorStore implements VectorStore {
     await this.run('put document', () => this.writeDocuments(this.client, [record]));
   }
 
-  /** Multi-row upsert of document records (one statement). */
+  /** Multi-row upsert of document records (one statement); a tombstone of the same id is replaced. */
   private async writeDocuments(c: SqlClient, records: readonly DocumentRecord[]): Promise<void> {
     await c.query(
-      `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata)
-       SELECT u.id, u.hash, u.n, u.at::timestamptz, u.meta::jsonb
-       FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[]) AS u(id, hash, n, at, meta)
+      `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata, version, sequencer)
+       SELECT u.id, u.hash, u.n, u.at::timestamptz, u.meta::jsonb, u.v, u.s
+       FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[])
+         AS u(id, hash, n, at, meta, v, s)
        ON CONFLICT (document_id) DO UPDATE SET content_hash = EXCLUDED.content_hash,
-         chunk_count = EXCLUDED.chunk_count, updated_at = EXCLUDED.updated_at, metadata = EXCLUDED.metadata`,
+         chunk_count = EXCLUDED.chunk_count, updated_at = EXCLUDED.updated_at, metadata = EXCLUDED.metadata,
+         version = EXCLUDED.version, sequencer = EXCLUDED.sequencer, deleted_at = NULL`,
       [
         records.map((r) => r.documentId),
         records.map((r) => r.contentHash),
         records.map((r) => r.chunkCount),
         records.map((r) => r.updatedAt),
         records.map((r) => (r.metadata === undefined ? null : JSON.stringify(r.metadata))),
+        records.map((r) => r.version ?? null),
+        records.map((r) => r.sequencer ?? null),
       ],
     );
   }
@@ -1132,7 +1347,7 @@ export class PgVectorStore implements VectorStore {
       ids.add(e.record.documentId);
     }
     return this.deleteWhere(
-      'document_id = ANY($1::text[]) AND NOT (id = ANY($2::text[]))',
+      `document_id = ANY($1::text[]) AND NOT (id = ANY($2::text[])) AND ${this.visible}`,
       [[...ids], entries.flatMap((e) => e.keepIds)],
       (tx) =>
         this.writeDocuments(
@@ -1142,12 +1357,326 @@ export class PgVectorStore implements VectorStore {
     );
   }
 
+  /**
+   * Starts (or, for a known version, renews) a staged write, after sweeping writes whose lease lapsed or whose
+   * writer on this host is gone (their staged chunks are deleted with them, in one transaction).
+   * @throws {VectorStoreConfigError} for a bad version token or lease.
+   */
+  async beginWrite(options: BeginWriteOptions = {}): Promise<string> {
+    this.assertOpen();
+    const version = options.version === undefined ? newVersion() : checkVersion(options.version);
+    const lease = checkLease(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
+    const owner = options.owner ?? localOwner();
+    await this.sweepWrites();
+    await this.exclusive(() =>
+      this.run('begin write', () =>
+        this.client.query(
+          `INSERT INTO ${this.writesTable} (version, owner, lease_seconds, expires_at)
+           VALUES ($1, $2, $3, now() + $3 * interval '1 second')
+           ON CONFLICT (version) DO UPDATE SET owner = EXCLUDED.owner,
+             lease_seconds = EXCLUDED.lease_seconds, expires_at = EXCLUDED.expires_at`,
+          [version, owner, lease],
+        ),
+      ),
+    );
+    return version;
+  }
+
+  /** Writes that lapsed (lease expired, or a dead local owner), with their staged chunk counts. */
+  private async lapsedWrites(): Promise<
+    { version: string; owner: string; expiresAt: string; expired: boolean; chunks: number }[]
+  > {
+    const res = await this.client.query<{
+      version: string;
+      owner: string;
+      expires_at: Date | string;
+      expired: boolean;
+      chunks: number;
+    }>(
+      `SELECT w.version, w.owner, w.expires_at, w.expires_at < now() AS expired,
+              (SELECT count(*) FROM ${this.table} c WHERE c.version = w.version)::int AS chunks
+       FROM ${this.writesTable} w ORDER BY w.created_at, w.version`,
+    );
+    return res.rows.map((r) => ({
+      version: r.version,
+      owner: r.owner,
+      expiresAt: new Date(r.expires_at).toISOString(),
+      expired: r.expired || isDeadLocalOwner(r.owner),
+      chunks: r.chunks,
+    }));
+  }
+
+  /** Deletes lapsed writes and their staged chunks. Returns [writes swept, chunks deleted]. */
+  private async sweepWrites(): Promise<[number, number]> {
+    const lapsed = (await this.run('list writes', () => this.lapsedWrites())).filter(
+      (w) => w.expired,
+    );
+    if (lapsed.length === 0) return [0, 0];
+    const dead = lapsed.filter((w) => isDeadLocalOwner(w.owner)).map((w) => w.version);
+    return this.exclusive(() =>
+      this.run('sweep writes', () =>
+        this.client.transaction(async (tx) => {
+          // Re-checked under the row locks: a writer that renewed its lease meanwhile keeps it.
+          const gone = await tx.query<{ version: string }>(
+            `DELETE FROM ${this.writesTable}
+             WHERE version = ANY($1::text[]) AND (expires_at < now() OR version = ANY($2::text[]))
+             RETURNING version`,
+            [lapsed.map((w) => w.version), dead],
+          );
+          const versions = gone.rows.map((r) => r.version);
+          if (versions.length === 0) return [0, 0] as [number, number];
+          const chunks = await this.deleteRows(tx, 'version = ANY($1::text[])', [versions]);
+          this.logger(
+            `collection ${this.collectionName}: swept ${versions.length} abandoned write(s) (${chunks} staged chunks)`,
+          );
+          return [versions.length, chunks] as [number, number];
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Commits documents of a staged write (see the port). Per document, under an advisory lock: refused when the
+   * write ended (`expired`), when a newer upload or a deletion outranks it (`superseded` / `deleted`), or when its
+   * staged chunks are not exactly `chunkIds` (`incomplete`); else its other committed chunks are deleted and its
+   * record written. Then the write's uncommitted staged chunks are deleted and the write ends — one transaction.
+   * @throws {VectorStoreError} for malformed entries or a SQL failure (nothing is changed then).
+   */
+  async finishWrite(version: string, entries: VersionedCommit[]): Promise<WriteOutcome> {
+    this.assertOpen();
+    checkVersion(version);
+    const ids = new Set<string>();
+    for (const e of entries) {
+      checkDocumentRecord(e.record);
+      const id = e.record.documentId;
+      if (ids.has(id)) throw new VectorStoreError(`document ${id} appears twice in one commit`);
+      ids.add(id);
+      if (!Array.isArray(e.chunkIds) || e.chunkIds.length !== e.record.chunkCount) {
+        throw new VectorStoreError(
+          `document ${id}: chunkCount ${e.record.chunkCount} differs from the ${e.chunkIds?.length ?? 0} chunk ids given`,
+        );
+      }
+      if (new Set(e.chunkIds).size !== e.chunkIds.length) {
+        throw new VectorStoreError(`document ${id}: chunk ids repeat`);
+      }
+    }
+    return this.exclusive(() =>
+      this.run('finish write', () =>
+        this.client.transaction(async (tx) => {
+          const write = await tx.query<{ version: string }>(
+            `SELECT version FROM ${this.writesTable} WHERE version = $1 FOR UPDATE`,
+            [version],
+          );
+          if (write.rows.length === 0) {
+            return {
+              committed: [],
+              refused: entries.map((e) => ({
+                documentId: e.record.documentId,
+                reason: 'expired' as const,
+                message: `${e.record.documentId}: write ${version} had ended (its lease lapsed and it was swept); nothing committed`,
+              })),
+              chunksDeleted: 0,
+            };
+          }
+          await this.lockDocuments(tx, [...ids]);
+          const current = await tx.query<{
+            document_id: string;
+            sequencer: string | null;
+            deleted_at: Date | string | null;
+          }>(
+            `SELECT document_id, sequencer, deleted_at FROM ${this.docTable} WHERE document_id = ANY($1::text[])`,
+            [[...ids]],
+          );
+          const byId = new Map(current.rows.map((r) => [r.document_id, r]));
+          const staged = await tx.query<{ document_id: string; id: string }>(
+            `SELECT document_id, id FROM ${this.table} WHERE version = $1`,
+            [version],
+          );
+          const stagedIds = new Map<string, Set<string>>();
+          for (const r of staged.rows) {
+            let set = stagedIds.get(r.document_id);
+            if (!set) stagedIds.set(r.document_id, (set = new Set()));
+            set.add(r.id);
+          }
+          const accepted: VersionedCommit[] = [];
+          const refused: WriteOutcome['refused'] = [];
+          for (const e of entries) {
+            const id = e.record.documentId;
+            const reason = refusal(e, byId.get(id), stagedIds.get(id));
+            if (reason === undefined) accepted.push(e);
+            else refused.push({ documentId: id, ...reason });
+          }
+          const acceptedIds = accepted.map((e) => e.record.documentId);
+          let chunksDeleted = 0;
+          if (acceptedIds.length > 0) {
+            chunksDeleted += await this.deleteRows(
+              tx,
+              `document_id = ANY($1::text[]) AND version <> $2 AND ${this.visible}`,
+              [acceptedIds, version],
+            );
+          }
+          chunksDeleted += await this.deleteRows(
+            tx,
+            'version = $1 AND NOT (document_id = ANY($2::text[]))',
+            [version, acceptedIds],
+          );
+          if (accepted.length > 0) {
+            await this.writeDocuments(
+              tx,
+              accepted.map((e) => ({
+                ...e.record,
+                version,
+                ...(e.sequencer !== undefined ? { sequencer: e.sequencer } : {}),
+              })),
+            );
+          }
+          await tx.query(`DELETE FROM ${this.writesTable} WHERE version = $1`, [version]);
+          return { committed: acceptedIds, refused, chunksDeleted };
+        }),
+      ),
+    );
+  }
+
+  /** Ends a staged write without committing it; returns the staged chunks deleted. */
+  async abortWrite(version: string): Promise<number> {
+    this.assertOpen();
+    checkVersion(version);
+    return this.exclusive(() =>
+      this.run('abort write', () =>
+        this.client.transaction(async (tx) => {
+          await tx.query(`DELETE FROM ${this.writesTable} WHERE version = $1`, [version]);
+          return this.deleteRows(tx, 'version = $1', [version]);
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Deletes a document's committed chunks and record, leaving a tombstone (deletion time and sequencer) that
+   * refuses older commits of it. Staged writes of the document are left to finish (and be refused).
+   * @returns chunks deleted, or -1 when `sequencer` is older than the stored version's (nothing changed).
+   */
+  async deleteDocument(documentId: string, options: DeleteDocumentOptions = {}): Promise<number> {
+    this.assertOpen();
+    if (typeof documentId !== 'string' || documentId.length === 0) {
+      throw new VectorStoreError('documentId must be a non-empty string');
+    }
+    const { sequencer } = options;
+    return this.exclusive(() =>
+      this.run('delete document', () =>
+        this.client.transaction(async (tx) => {
+          await this.lockDocuments(tx, [documentId]);
+          const cur = await tx.query<{ sequencer: string | null }>(
+            `SELECT sequencer FROM ${this.docTable} WHERE document_id = $1`,
+            [documentId],
+          );
+          const stored = cur.rows[0]?.sequencer ?? null;
+          if (sequencer !== undefined && stored !== null && compareSequencers(sequencer, stored) < 0) {
+            return -1;
+          }
+          const deleted = await this.deleteRows(tx, `document_id = $1 AND ${this.visible}`, [
+            documentId,
+          ]);
+          await tx.query(
+            `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata, version,
+               sequencer, deleted_at)
+             VALUES ($1, '', 0, now(), NULL, NULL, $2, now())
+             ON CONFLICT (document_id) DO UPDATE SET content_hash = '', chunk_count = 0, updated_at = now(),
+               metadata = NULL, version = NULL, sequencer = COALESCE($2, ${this.docTable}.sequencer),
+               deleted_at = now()`,
+            [documentId, sequencer ?? null],
+          );
+          return deleted;
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Verifies I1–I2: chunks of no committed version and no live write (orphans), documents whose stored chunks
+   * differ from their record, and writes whose lease lapsed. With `repair`: sweeps lapsed writes, deletes orphans,
+   * and marks mismatched documents for re-indexing (record count set to what is stored, content hash changed so
+   * the next ingest redoes them).
+   */
+  async checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
+    this.assertOpen();
+    const orphanWhere = `${this.visible} AND NOT EXISTS (
+      SELECT 1 FROM ${this.docTable} d WHERE d.document_id = ${this.table}.document_id
+        AND d.deleted_at IS NULL AND COALESCE(d.version, '') = ${this.table}.version)`;
+    const inspect = async () => {
+      const counts = await this.client.query<{ documents: number; chunks: number; orphans: number }>(
+        `SELECT (SELECT count(*) FROM ${this.docTable} WHERE deleted_at IS NULL)::int AS documents,
+                (SELECT count(*) FROM ${this.table} WHERE ${this.visible})::int AS chunks,
+                (SELECT count(*) FROM ${this.table} WHERE ${orphanWhere})::int AS orphans`,
+      );
+      const mismatched = await this.client.query<{
+        document_id: string;
+        recorded: number;
+        stored: number;
+      }>(
+        `SELECT d.document_id, d.chunk_count AS recorded, count(c.id)::int AS stored
+         FROM ${this.docTable} d LEFT JOIN ${this.table} c
+           ON c.document_id = d.document_id AND c.version = COALESCE(d.version, '')
+         WHERE d.deleted_at IS NULL GROUP BY d.document_id, d.chunk_count
+         HAVING count(c.id) <> d.chunk_count ORDER BY d.document_id`,
+      );
+      const writes = await this.lapsedWrites();
+      return { counts: counts.rows[0], mismatched: mismatched.rows, writes };
+    };
+    const found = await this.run('check', inspect);
+    const report: IntegrityReport = {
+      collection: this.collectionName,
+      documents: found.counts?.documents ?? 0,
+      chunks: found.counts?.chunks ?? 0,
+      orphanChunks: found.counts?.orphans ?? 0,
+      mismatched: found.mismatched.map((m) => ({
+        documentId: m.document_id,
+        recorded: m.recorded,
+        stored: m.stored,
+      })),
+      liveWrites: found.writes
+        .filter((w) => !w.expired)
+        .map(({ version, owner, expiresAt, chunks }) => ({ version, owner, expiresAt, chunks })),
+      expiredWrites: found.writes
+        .filter((w) => w.expired)
+        .map(({ version, owner, chunks }) => ({ version, owner, chunks })),
+      clean: false,
+    };
+    report.clean =
+      report.orphanChunks === 0 && report.mismatched.length === 0 && report.expiredWrites.length === 0;
+    if (options.repair) {
+      const [writesSwept, sweptChunks] = await this.sweepWrites();
+      const orphans = await this.deleteWhere(orphanWhere, []);
+      let recordsFixed = 0;
+      if (report.mismatched.length > 0) {
+        recordsFixed = await this.exclusive(() =>
+          this.run('repair records', async () => {
+            const res = await this.client.query(
+              `UPDATE ${this.docTable} d SET chunk_count = s.stored,
+                 content_hash = 'repair:' || d.content_hash, updated_at = now()
+               FROM (SELECT d2.document_id, count(c.id)::int AS stored
+                     FROM ${this.docTable} d2 LEFT JOIN ${this.table} c
+                       ON c.document_id = d2.document_id AND c.version = COALESCE(d2.version, '')
+                     WHERE d2.deleted_at IS NULL AND d2.document_id = ANY($1::text[])
+                     GROUP BY d2.document_id) s
+               WHERE d.document_id = s.document_id RETURNING d.document_id`,
+              [report.mismatched.map((m) => m.documentId)],
+            );
+            return res.rows.length;
+          }),
+        );
+      }
+      report.repaired = { chunksDeleted: sweptChunks + orphans, writesSwept, recordsFixed };
+    }
+    return report;
+  }
+
   async getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>> {
     this.assertOpen();
     const res = await this.run('get documents', () =>
       this.client.query<DocRow>(
-        `SELECT document_id, content_hash, chunk_count, updated_at, metadata FROM ${this.docTable}
-         WHERE document_id = ANY($1::text[])`,
+        `SELECT ${DOC_COLUMNS} FROM ${this.docTable}
+         WHERE document_id = ANY($1::text[]) AND deleted_at IS NULL`,
         [documentIds],
       ),
     );
@@ -1158,8 +1687,7 @@ export class PgVectorStore implements VectorStore {
     this.assertOpen();
     const res = await this.run('get document', () =>
       this.client.query<DocRow>(
-        `SELECT document_id, content_hash, chunk_count, updated_at, metadata FROM ${this.docTable}
-         WHERE document_id = $1`,
+        `SELECT ${DOC_COLUMNS} FROM ${this.docTable} WHERE document_id = $1 AND deleted_at IS NULL`,
         [documentId],
       ),
     );
@@ -1172,8 +1700,7 @@ export class PgVectorStore implements VectorStore {
     this.assertOpen();
     const res = await this.run('list documents', () =>
       this.client.query<DocRow>(
-        `SELECT document_id, content_hash, chunk_count, updated_at, metadata FROM ${this.docTable}
-         ORDER BY document_id`,
+        `SELECT ${DOC_COLUMNS} FROM ${this.docTable} WHERE deleted_at IS NULL ORDER BY document_id`,
       ),
     );
     return res.rows.map(toDocumentRecord);
@@ -1183,8 +1710,8 @@ export class PgVectorStore implements VectorStore {
     this.assertOpen();
     const res = await this.run('stats', () =>
       this.client.query<{ documents: number; chunks: number }>(
-        `SELECT (SELECT count(*) FROM ${this.docTable})::int AS documents,
-                (SELECT count(*) FROM ${this.table})::int AS chunks`,
+        `SELECT (SELECT count(*) FROM ${this.docTable} WHERE deleted_at IS NULL)::int AS documents,
+                (SELECT count(*) FROM ${this.table} WHERE ${this.visible})::int AS chunks`,
       ),
     );
     return {

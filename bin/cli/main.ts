@@ -31,6 +31,7 @@ import {
 import { openStore, STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
 import { bestSnippet } from '../../shared/src/text/snippet.js';
 import type {
+  IntegrityReport,
   RankerStrategy,
   SearchMode,
   VectorStore,
@@ -71,6 +72,9 @@ Commands:
   eval-retrieval          score retrieval on a corpus + benchmark (recall@k, MRR@10, nDCG@10)
   documents               list the documents of a collection
   stats                   collection statistics
+  check [--repair]        verify a collection's integrity: no orphaned or half-written chunks, every document's
+                          chunks match its record, no abandoned write; --repair fixes what it finds
+                          (exit 0 clean, 1 problems left)
   score --input FILE      unitxt RAG metrics (faithfulness, answer_correctness, context_correctness,
                           overall_score) with 95% BCa bootstrap CIs for a JSON array of
                           {question, answer, contexts, context_ids, ground_truths, ground_truths_context_ids}
@@ -202,6 +206,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdDocuments(parse(rest, INDEXING), io);
       case 'stats':
         return await cmdStats(parse(rest, INDEXING), io);
+      case 'check':
+        return await cmdCheck(parse(rest, { ...INDEXING, repair: { type: 'boolean' } }), io);
       case 'ask':
         return await cmdAsk(parse(rest, { ...INDEXING, ...RETRIEVAL, ...ASK_OPTIONS }), io);
       case 'score':
@@ -346,15 +352,26 @@ async function ingestPaths(
       }
     }
   }
+  // Taken before reading: a deletion committed after this instant (another process's --prune) wins.
+  const readAt = new Date().toISOString();
   const loaded = await loadDocuments(absolute);
-  for (const f of loaded.failures) io.err(`skipped ${f.key}: ${f.message}`);
+  // Files that are not documents (unsupported type, empty) are skipped; every other load failure is a failed
+  // document and makes the exit status non-zero.
+  const skippedFiles = loaded.failures.filter(
+    (f) => f.reason === 'unsupported_type' || f.reason === 'empty',
+  );
+  const loadFailures = loaded.failures.filter((f) => !skippedFiles.includes(f));
+  for (const f of skippedFiles) io.err(`skipped ${f.key}: ${f.message}`);
+  for (const f of loadFailures) io.err(`failed ${f.key}: ${f.message}`);
+  // WARNINGS_PLACEHOLDER
   const progress = new ProgressLine(process.stderr, !opts.json);
   const summary = await ingestDocuments(loaded.documents, {
     store: session.store,
     chunking,
     chunk: (doc) => chunker.chunk(doc),
     prune: opts.prune,
-    // A file that failed to load this time is still on disk: keep its previous version.
+    readAt,
+    // A file (or folder) that failed to load this time is still on disk: keep its previous version(s).
     keep: loaded.failures.map((f) => f.key),
     onProgress: (pr) =>
       progress.update(
@@ -364,19 +381,25 @@ async function ingestPaths(
       ),
   });
   progress.done();
-  for (const d of summary.documents)
+  for (const d of summary.documents) {
     if (d.status === 'failed') io.err(`failed ${d.documentId}: ${d.error}`);
+    if (d.status === 'superseded') io.err(`not stored ${d.documentId}: ${d.error}`);
+  }
+  for (const k of summary.kept) io.err(`kept ${k.documentId}: ${k.reason}`);
   const count = (status: string) => summary.documents.filter((d) => d.status === status).length;
   return {
     collection: session.store.collectionName,
     documents: loaded.documents.length,
     indexed: count('indexed'),
     unchanged: count('unchanged'),
-    failed: count('failed') + loaded.failures.length,
+    superseded: count('superseded'),
+    failed: count('failed') + loadFailures.length,
+    skipped: skippedFiles.length,
     chunksEmbedded: summary.chunksStored,
     pruned: summary.pruned,
+    kept: summary.kept,
     failures: [
-      ...loaded.failures.map((f) => ({ document: f.key, reason: f.reason, message: f.message })),
+      ...loadFailures.map((f) => ({ document: f.key, reason: f.reason, message: f.message })),
       ...summary.documents
         .filter((d) => d.status === 'failed')
         .map((d) => ({ document: d.documentId, reason: 'ingest_error', message: d.error ?? '' })),
@@ -400,12 +423,18 @@ async function cmdIngest(p: Parsed, io: Io): Promise<number> {
     if (flag(p, 'json')) io.out(JSON.stringify(r));
     else {
       io.out(
-        `${r.collection}: ${r.indexed} indexed, ${r.unchanged} unchanged, ${r.failed} failed; ` +
-          `${r.chunksEmbedded} chunks embedded in ${r.seconds}s` +
-          (r.pruned.length > 0 ? `; pruned ${r.pruned.length}` : ''),
+        `${r.collection}: ${r.indexed} indexed, ${r.unchanged} unchanged, ${r.failed} failed` +
+          (r.superseded > 0
+            ? `, ${r.superseded} deleted or replaced by another writer meanwhile`
+            : '') +
+          (r.skipped > 0 ? `, ${r.skipped} files skipped` : '') +
+          `; ${r.chunksEmbedded} chunks embedded in ${r.seconds}s` +
+          (r.pruned.length > 0 ? `; pruned ${r.pruned.length}` : '') +
+          (r.kept.length > 0 ? `; kept ${r.kept.length} unreadable` : ''),
       );
     }
-    return r.documents === 0 && r.failed > 0 ? 1 : 0;
+    // Every other document is committed first; any failed document makes the run fail.
+    return r.failed > 0 ? 1 : 0;
   });
 }
 
@@ -560,6 +589,52 @@ async function cmdStats(p: Parsed, io: Io): Promise<number> {
               .join('\n'),
       );
       return 0;
+    },
+    READER,
+  );
+}
+
+function describeIntegrity(r: IntegrityReport): string[] {
+  const lines = [
+    `${r.collection}: ${r.documents} documents, ${r.chunks} chunks — ${r.clean ? 'clean' : 'problems found'}`,
+  ];
+  if (r.orphanChunks > 0) {
+    lines.push(
+      `  ${r.orphanChunks} orphaned chunks (of no committed document version; never searched)`,
+    );
+  }
+  for (const m of r.mismatched) {
+    lines.push(`  ${m.documentId}: record says ${m.recorded} chunks, ${m.stored} stored`);
+  }
+  for (const w of r.expiredWrites) {
+    lines.push(`  abandoned write ${w.version} by ${w.owner}: ${w.chunks} staged chunks`);
+  }
+  for (const w of r.liveWrites) {
+    lines.push(
+      `  write in progress ${w.version} by ${w.owner}: ${w.chunks} staged chunks (lease until ${w.expiresAt})`,
+    );
+  }
+  if (r.repaired) {
+    lines.push(
+      `  repaired: ${r.repaired.chunksDeleted} chunks deleted, ${r.repaired.writesSwept} writes swept, ` +
+        `${r.repaired.recordsFixed} documents marked for re-indexing`,
+    );
+  }
+  return lines;
+}
+
+async function cmdCheck(p: Parsed, io: Io): Promise<number> {
+  return withSession(
+    p,
+    async ({ store }) => {
+      const found = await store.checkIntegrity({ repair: flag(p, 'repair') });
+      const after = found.repaired ? await store.checkIntegrity() : found;
+      if (flag(p, 'json')) io.out(JSON.stringify({ ...found, after }));
+      else {
+        for (const line of describeIntegrity(found)) io.out(line);
+        if (found.repaired) io.out(`after repair: ${after.clean ? 'clean' : 'problems remain'}`);
+      }
+      return after.clean ? 0 : 1;
     },
     READER,
   );

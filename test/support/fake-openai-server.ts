@@ -26,6 +26,13 @@ export interface FakeOpenAIOptions {
   chatResponder?: (lastUserMessage: string, body: Record<string, unknown>) => string;
   /** Model ids listed by `/v1/models`. */
   models?: string[];
+  /**
+   * Called for every embeddings request before it is answered, with its 1-based ordinal (fault injection: the
+   * chaos suite kills the client here, while it waits on the answer).
+   */
+  onEmbeddingRequest?: (ordinal: number) => void | Promise<void>;
+  /** Called once an embeddings answer was written (the client goes on to store the vectors). */
+  afterEmbeddingResponse?: (ordinal: number) => void;
 }
 
 /** A running fake OpenAI-compatible server (see {@link startFakeOpenAI}). */
@@ -96,6 +103,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   let failures: { status: number; remaining: number; retryAfterSeconds?: number } | undefined;
   let inFlight = 0;
   let maxInFlight = 0;
+  let embeddingOrdinal = 0;
 
   const json = (res: ServerResponse, record: RecordedRequest, status: number, body: string) => {
     record.status = status;
@@ -254,6 +262,9 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         }
       }
       if (latencyMs > 0) await sleep(latencyMs);
+      const isEmbedding = record.method === 'POST' && record.path === '/v1/embeddings';
+      const ordinal = isEmbedding ? ++embeddingOrdinal : 0;
+      if (isEmbedding) await options.onEmbeddingRequest?.(ordinal);
       if (failures && failures.remaining > 0) {
         failures.remaining--;
         const { status, retryAfterSeconds } = failures;
@@ -266,9 +277,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         return;
       }
       const body = (record.body ?? {}) as Record<string, unknown>;
-      if (record.method === 'POST' && record.path === '/v1/embeddings')
+      if (isEmbedding) {
         embeddings(res, record, body);
-      else if (record.method === 'POST' && record.path === '/v1/chat/completions')
+        options.afterEmbeddingResponse?.(ordinal);
+      } else if (record.method === 'POST' && record.path === '/v1/chat/completions')
         chat(res, record, body);
       else if (record.method === 'GET' && record.path === '/v1/models') {
         json(

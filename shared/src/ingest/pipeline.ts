@@ -1,6 +1,11 @@
 import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import type { LoadedDocument } from '../documents/types.js';
-import type { DocumentRecord, VectorStore } from '../vectorstores/types.js';
+import type {
+  DocumentRecord,
+  VectorStore,
+  VersionedCommit,
+  WriteOutcome,
+} from '../vectorstores/types.js';
 
 /**
  * Chunks handed to the store per `addChunks` call (documents whose chunks are pending are committed together).
@@ -28,14 +33,24 @@ export interface IngestOptions {
   onProgress?: (progress: IngestProgress) => void;
   /** Also delete stored documents whose keys are not among `docs` (folder sync). @default false */
   prune?: boolean;
-  /** Keys never pruned (e.g. files present but unreadable this time). */
+  /**
+   * Keys never pruned, with everything under them (`key/…`): files or folders present but unreadable this time.
+   */
   keep?: readonly string[];
+  /**
+   * When the documents were read (ISO time; default: when this call starts). A deletion committed after it (a
+   * concurrent `--prune`, an API delete) wins over this ingest: the document stays deleted.
+   */
+  readAt?: string;
+  /** Lease of each staged write, in seconds (see `VectorStore.beginWrite`). */
+  leaseSeconds?: number;
 }
 
 /** Outcome per document. */
 export interface IngestDocumentResult {
   documentId: string;
-  status: 'indexed' | 'unchanged' | 'failed';
+  /** `superseded`: deleted or replaced by another writer while this one ran (its version was not stored). */
+  status: 'indexed' | 'unchanged' | 'failed' | 'superseded';
   chunks: number;
   error?: string;
 }
@@ -44,7 +59,12 @@ export interface IngestSummary extends IngestProgress {
   documents: IngestDocumentResult[];
   /** Documents removed because they were no longer present (with `prune`). */
   pruned: string[];
+  /** Stored documents not among `docs` that `prune` kept, and why (their file or a folder above it was unreadable). */
+  kept: { documentId: string; reason: string }[];
 }
+
+/** Consecutive single-document retries failing with one error after which the cause is taken as systemic. */
+const SYSTEMIC_FAILURES = 2;
 
 /** Key recorded with each document so a change of chunking settings re-indexes it. */
 export function indexingKey(chunking: ChunkingOptions): string {
@@ -53,10 +73,12 @@ export function indexingKey(chunking: ChunkingOptions): string {
 
 /**
  * Indexes documents into a store and keeps it in sync: a document whose content hash and indexing settings are
- * unchanged is skipped (no embedding work); a changed one gets its new chunks upserted first, then its stale
- * chunks removed and its record written in one transaction (`commitDocuments`) — so a crash part-way leaves the
- * old record and the next run redoes it.
- * Chunks of several documents are stored together, up to about {@link INGEST_BATCH_CHUNKS} per store call.
+ * unchanged is skipped (no embedding work); a changed one is written as a staged write (`beginWrite`): its new
+ * chunks stay invisible until `finishWrite` commits it, removing its previous version in the same transaction. So
+ * a crash or an outage part-way leaves every document at its previous version (the next run redoes it and sweeps
+ * the dead write), two concurrent runs leave each document at one complete version (the last commit wins), and a
+ * document deleted after this run read it stays deleted. One document's failure fails only itself.
+ * Chunks of several documents are stored together, up to about {@link INGEST_BATCH_CHUNKS} per write.
  * @example
  * const summary = await ingestDocuments(docs, { store, chunking, chunk: (d) => chunker.chunk(d) });
  */
@@ -76,31 +98,35 @@ export async function ingestDocuments(
   let pending: { doc: LoadedDocument; chunks: AI4RAGChunk[] }[] = [];
   let pendingChunks = 0;
 
-  const flush = async (): Promise<void> => {
-    if (pending.length === 0) return;
-    const batch = pending;
-    pending = [];
-    pendingChunks = 0;
-    const all = batch.flatMap((p) => p.chunks);
+  const readAt = options.readAt ?? new Date().toISOString();
+  const fail = (doc: LoadedDocument, error: string) => {
+    results.push({ documentId: doc.key, status: 'failed', chunks: 0, error });
+    progress.documentsDone += 1;
+  };
+
+  /**
+   * Stores some documents as one staged write: chunks invisible until `finishWrite` commits each document under
+   * its own lock. A failure leaves every document at its previous version and no chunk behind (the write is
+   * aborted, or swept by the next writer if this process dies).
+   */
+  const storeGroup = async (
+    group: readonly { doc: LoadedDocument; chunks: AI4RAGChunk[] }[],
+  ): Promise<WriteOutcome> => {
+    const version = await store.beginWrite(
+      options.leaseSeconds === undefined ? {} : { leaseSeconds: options.leaseSeconds },
+    );
+    let stored: number;
     try {
-      progress.chunksStored += await store.addChunks(all);
+      stored = await store.addChunks(
+        group.flatMap((p) => p.chunks),
+        { version },
+      );
     } catch (error) {
-      // The batch's documents keep their previous version (their records were not touched) and are
-      // reported as failed; the rest of the ingestion goes on.
-      for (const { doc } of batch) {
-        results.push({
-          documentId: doc.key,
-          status: 'failed',
-          chunks: 0,
-          error: (error as Error).message,
-        });
-        progress.documentsDone += 1;
-      }
-      options.onProgress?.({ ...progress });
-      return;
+      await store.abortWrite(version).catch(() => undefined);
+      throw error;
     }
     const updatedAt = new Date().toISOString();
-    const commits = batch.map(({ doc, chunks }) => ({
+    const commits: VersionedCommit[] = group.map(({ doc, chunks }) => ({
       record: {
         documentId: doc.key,
         contentHash: doc.contentHash,
@@ -108,12 +134,63 @@ export async function ingestDocuments(
         updatedAt,
         metadata: { indexing: key, format: doc.format, ...(doc.title && { title: doc.title }) },
       },
-      keepIds: chunks.map((c) => c.id),
+      chunkIds: chunks.map((c) => c.id),
+      readAt,
     }));
-    await store.commitDocuments(commits);
-    for (const { doc, chunks } of batch) {
-      results.push({ documentId: doc.key, status: 'indexed', chunks: chunks.length });
+    const outcome = await store.finishWrite(version, commits);
+    progress.chunksStored += stored;
+    return outcome;
+  };
+
+  const report = (
+    group: readonly { doc: LoadedDocument; chunks: AI4RAGChunk[] }[],
+    outcome: WriteOutcome,
+  ) => {
+    const refused = new Map(outcome.refused.map((r) => [r.documentId, r]));
+    for (const { doc, chunks } of group) {
+      const r = refused.get(doc.key);
+      if (r === undefined) {
+        results.push({ documentId: doc.key, status: 'indexed', chunks: chunks.length });
+      } else if (r.reason === 'deleted' || r.reason === 'superseded') {
+        results.push({ documentId: doc.key, status: 'superseded', chunks: 0, error: r.message });
+      } else {
+        results.push({ documentId: doc.key, status: 'failed', chunks: 0, error: r.message });
+      }
       progress.documentsDone += 1;
+    }
+  };
+
+  const flush = async (): Promise<void> => {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    pendingChunks = 0;
+    try {
+      report(batch, await storeGroup(batch));
+    } catch (error) {
+      if (batch.length === 1) {
+        fail((batch[0] as { doc: LoadedDocument }).doc, (error as Error).message);
+      } else {
+        // One document must not fail its neighbours: each on its own, unless the cause is plainly systemic (an
+        // outage failing every attempt the same way), which then fails the rest without more calls.
+        let lastError = '';
+        let repeats = 0;
+        for (const item of batch) {
+          if (repeats >= SYSTEMIC_FAILURES) {
+            fail(item.doc, lastError);
+            continue;
+          }
+          try {
+            report([item], await storeGroup([item]));
+            repeats = 0;
+          } catch (inner) {
+            const message = (inner as Error).message;
+            repeats = message === lastError ? repeats + 1 : 1;
+            lastError = message;
+            fail(item.doc, message);
+          }
+        }
+      }
     }
     options.onProgress?.({ ...progress });
   };
@@ -158,14 +235,27 @@ export async function ingestDocuments(
   options.onProgress?.({ ...progress });
 
   const pruned: string[] = [];
+  const kept: IngestSummary['kept'] = [];
   if (options.prune) {
-    const present = new Set([...docs.map((d) => d.key), ...(options.keep ?? [])]);
+    const present = new Set(docs.map((d) => d.key));
+    const protectedKeys = options.keep ?? [];
     for (const record of await store.listDocuments()) {
-      if (!present.has(record.documentId)) {
-        await store.deleteByDocument(record.documentId);
-        pruned.push(record.documentId);
+      const id = record.documentId;
+      if (present.has(id)) continue;
+      const guard = protectedKeys.find((k) => id === k || id.startsWith(`${k}/`));
+      if (guard !== undefined) {
+        kept.push({
+          documentId: id,
+          reason:
+            guard === id
+              ? `${id} could not be read this time`
+              : `folder ${guard} could not be read this time`,
+        });
+        continue;
       }
+      await store.deleteDocument(id);
+      pruned.push(id);
     }
   }
-  return { ...progress, documents: results, pruned };
+  return { ...progress, documents: results, pruned, kept };
 }

@@ -9,6 +9,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { PgliteConfig } from './config.js';
 import { DataDirInUseError, VectorStoreError } from './errors.js';
+import { isProcessAlive } from './staged.js';
 
 /**
  * The minimal SQL port the pgvector store needs. Both PGlite (in-process) and a `pg.Pool` (server, or PGlite
@@ -165,15 +166,6 @@ export interface PgliteSqlClient extends SqlClient {
   readonly db: PGlite;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error: unknown) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Takes `<dataDir>.lock` (holding our pid), taking over a stale lock left by a dead process. PGlite has no
  * cross-process lock: two processes on one data directory silently lose writes.
@@ -204,7 +196,7 @@ function acquireDataDirLock(dataDir: string): () => void {
     } catch {
       // Vanished between the two calls: retry.
     }
-    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
+    if (Number.isInteger(holder) && holder > 0 && isProcessAlive(holder)) {
       throw new DataDirInUseError(`data directory ${dataDir} is in use by process ${holder}`);
     }
     try {

@@ -2,6 +2,7 @@
  * Pure helpers of staged writes (see `BeginWriteOptions` in types.ts), shared by every vector-store adapter.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { VectorStoreConfigError } from './errors.js';
 
@@ -45,12 +46,26 @@ export function isDeadLocalOwner(owner: string): boolean {
   const pid = Number(owner.slice(at + 1));
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return false;
+  return !isProcessAlive(pid);
+}
+
+/**
+ * Whether a process of this host runs: signal 0 reaches it and, where `/proc` tells, it is not a zombie (a killed
+ * child its parent has not reaped yet answers signal 0 but will never write again).
+ */
+export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return false;
   } catch (error: unknown) {
     // EPERM: alive, owned by another user.
-    return (error as { code?: string }).code === 'ESRCH';
+    return (error as { code?: string }).code === 'EPERM';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // pid (comm) STATE …; comm may hold spaces and parentheses, so read after the last ')'.
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
   }
 }
 

@@ -129,37 +129,40 @@ export function runStagedWriteContract(
     it.each([
       ['A then B', ['a', 'b']],
       ['B then A', ['b', 'a']],
-    ] as const)('two writers of one document: the last commit wins, complete (%s)', async (_name, order) => {
-      // Prepare
-      const store = await open();
-      const versions: Record<string, string> = {};
-      const chunks: Record<string, AI4RAGChunk[]> = {
-        a: versionChunks('d1', 'a', 4),
-        b: versionChunks('d1', 'b', 2),
-      };
-      for (const w of ['a', 'b']) versions[w] = await store.beginWrite();
-      // Interleaved staging
-      await store.addChunks((chunks.a as AI4RAGChunk[]).slice(0, 2), { version: versions.a });
-      await store.addChunks(chunks.b as AI4RAGChunk[], { version: versions.b });
-      await store.addChunks((chunks.a as AI4RAGChunk[]).slice(2), { version: versions.a });
-      // Act
-      for (const w of order) {
-        const outcome = await store.finishWrite(versions[w] as string, [
-          commitOf('d1', chunks[w] as AI4RAGChunk[]),
-        ]);
-        expect(outcome.committed).toEqual(['d1']);
-      }
-      // Assess
-      const last = order[1];
-      expect(await visibleIds(store, 'd1')).toEqual(
-        (chunks[last] as AI4RAGChunk[]).map((c) => c.id).sort(),
-      );
-      expect((await store.getDocument('d1'))?.version).toBe(versions[last]);
-      expect((await store.stats()).chunks).toBe((chunks[last] as AI4RAGChunk[]).length);
-      const report = await store.checkIntegrity();
-      expect(report.clean).toBe(true);
-      expect(report.orphanChunks).toBe(0);
-    });
+    ] as const)(
+      'two writers of one document: the last commit wins, complete (%s)',
+      async (_name, order) => {
+        // Prepare
+        const store = await open();
+        const versions: Record<string, string> = {};
+        const chunks: Record<string, AI4RAGChunk[]> = {
+          a: versionChunks('d1', 'a', 4),
+          b: versionChunks('d1', 'b', 2),
+        };
+        for (const w of ['a', 'b']) versions[w] = await store.beginWrite();
+        // Interleaved staging
+        await store.addChunks((chunks.a as AI4RAGChunk[]).slice(0, 2), { version: versions.a });
+        await store.addChunks(chunks.b as AI4RAGChunk[], { version: versions.b });
+        await store.addChunks((chunks.a as AI4RAGChunk[]).slice(2), { version: versions.a });
+        // Act
+        for (const w of order) {
+          const outcome = await store.finishWrite(versions[w] as string, [
+            commitOf('d1', chunks[w] as AI4RAGChunk[]),
+          ]);
+          expect(outcome.committed).toEqual(['d1']);
+        }
+        // Assess
+        const last = order[1];
+        expect(await visibleIds(store, 'd1')).toEqual(
+          (chunks[last] as AI4RAGChunk[]).map((c) => c.id).sort(),
+        );
+        expect((await store.getDocument('d1'))?.version).toBe(versions[last]);
+        expect((await store.stats()).chunks).toBe((chunks[last] as AI4RAGChunk[]).length);
+        const report = await store.checkIntegrity();
+        expect(report.clean).toBe(true);
+        expect(report.orphanChunks).toBe(0);
+      },
+    );
 
     it('refuses an incomplete document without touching its previous version or its neighbours', async () => {
       // Prepare

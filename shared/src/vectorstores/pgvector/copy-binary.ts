@@ -50,7 +50,8 @@ export function encodeChunkRows(rows: readonly ChunkRow[]): Uint8Array {
     if (r.bm25Indices.length !== r.bm25Values.length)
       throw new RangeError('sparse indices and values differ in length');
     size += 2 + FIELDS * 4;
-    size += t.id.length + t.doc.length + 4 + t.content.length + 1 + t.meta.length + t.version.length;
+    size +=
+      t.id.length + t.doc.length + 4 + t.content.length + 1 + t.meta.length + t.version.length;
     size += 4 + 4 * r.embedding.length;
     size += 12 + 8 * r.bm25Indices.length;
     size += 4;

@@ -152,7 +152,8 @@ interface DocRow {
   sequencer: string | null;
 }
 
-const DOC_COLUMNS = 'document_id, content_hash, chunk_count, updated_at, metadata, version, sequencer';
+const DOC_COLUMNS =
+  'document_id, content_hash, chunk_count, updated_at, metadata, version, sequencer';
 
 /**
  * Vector literal with components rounded to 1e-7 when |x| ≥ 1e-3 (embedding components; the cosine or
@@ -257,7 +258,11 @@ function refusal(
             message: `${id}: a newer upload is stored (sequencer ${current.sequencer} > ${entry.sequencer})`,
           };
     }
-  } else if (deletedAt && entry.readAt !== undefined && Date.parse(entry.readAt) < deletedAt.getTime()) {
+  } else if (
+    deletedAt &&
+    entry.readAt !== undefined &&
+    Date.parse(entry.readAt) < deletedAt.getTime()
+  ) {
     return {
       reason: 'deleted',
       message: `${id}: deleted at ${deletedAt.toISOString()}, after this ingest read it (${entry.readAt}); not restored`,
@@ -1495,7 +1500,10 @@ export class PgVectorStore implements VectorStore {
           const stagedIds = new Map<string, Set<string>>();
           for (const r of staged.rows) {
             let set = stagedIds.get(r.document_id);
-            if (!set) stagedIds.set(r.document_id, (set = new Set()));
+            if (!set) {
+              set = new Set();
+              stagedIds.set(r.document_id, set);
+            }
             set.add(r.id);
           }
           const accepted: VersionedCommit[] = [];
@@ -1571,7 +1579,11 @@ export class PgVectorStore implements VectorStore {
             [documentId],
           );
           const stored = cur.rows[0]?.sequencer ?? null;
-          if (sequencer !== undefined && stored !== null && compareSequencers(sequencer, stored) < 0) {
+          if (
+            sequencer !== undefined &&
+            stored !== null &&
+            compareSequencers(sequencer, stored) < 0
+          ) {
             return -1;
           }
           const deleted = await this.deleteRows(tx, `document_id = $1 AND ${this.visible}`, [
@@ -1604,7 +1616,11 @@ export class PgVectorStore implements VectorStore {
       SELECT 1 FROM ${this.docTable} d WHERE d.document_id = ${this.table}.document_id
         AND d.deleted_at IS NULL AND COALESCE(d.version, '') = ${this.table}.version)`;
     const inspect = async () => {
-      const counts = await this.client.query<{ documents: number; chunks: number; orphans: number }>(
+      const counts = await this.client.query<{
+        documents: number;
+        chunks: number;
+        orphans: number;
+      }>(
         `SELECT (SELECT count(*) FROM ${this.docTable} WHERE deleted_at IS NULL)::int AS documents,
                 (SELECT count(*) FROM ${this.table} WHERE ${this.visible})::int AS chunks,
                 (SELECT count(*) FROM ${this.table} WHERE ${orphanWhere})::int AS orphans`,
@@ -1643,7 +1659,9 @@ export class PgVectorStore implements VectorStore {
       clean: false,
     };
     report.clean =
-      report.orphanChunks === 0 && report.mismatched.length === 0 && report.expiredWrites.length === 0;
+      report.orphanChunks === 0 &&
+      report.mismatched.length === 0 &&
+      report.expiredWrites.length === 0;
     if (options.repair) {
       const [writesSwept, sweptChunks] = await this.sweepWrites();
       const orphans = await this.deleteWhere(orphanWhere, []);

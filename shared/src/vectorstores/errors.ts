@@ -37,6 +37,17 @@ export class DataDirInUseError extends VectorStoreError {
 }
 
 /**
+ * A staged write has ended (finished, aborted, or swept after its lease lapsed): it can no longer be written to or
+ * begun again. A redelivered message of a finished write is expected to meet this and do nothing.
+ */
+export class WriteEndedError extends VectorStoreError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'WriteEndedError';
+  }
+}
+
+/**
  * Rejects a document record a store could not write back faithfully (both stores check the same rules).
  * @throws {VectorStoreError} for an empty id, a non-integer chunk count or an updatedAt that is not a timestamp.
  */

@@ -208,6 +208,22 @@ export function runStagedWriteContract(
       );
     });
 
+    it('a redelivery after the commit can neither re-begin nor hide the committed version', async () => {
+      // Prepare
+      const store = await open();
+      const chunks = versionChunks('d1', 'a', 2);
+      const v = await store.beginWrite({ version: 'd1.once' });
+      await store.addChunks(chunks, { version: v });
+      await store.finishWrite(v, [commitOf('d1', chunks)]);
+      // Act
+      const again = store.beginWrite({ version: 'd1.once' });
+      // Assess
+      await expect(again).rejects.toThrow(/already ended/);
+      await expect(store.abortWrite(v)).resolves.toBe(0);
+      expect(await visibleIds(store, 'd1')).toEqual(chunks.map((c) => c.id).sort());
+      expect((await store.checkIntegrity()).clean).toBe(true);
+    });
+
     it('aborts a write: its staged chunks go, the committed version stays', async () => {
       // Prepare
       const store = await open();

@@ -5,7 +5,12 @@ import { type TermStats, termStatsFromCounts } from '../../generation/term-stats
 import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
-import { checkDocumentRecord, VectorStoreConfigError, VectorStoreError } from '../errors.js';
+import {
+  checkDocumentRecord,
+  VectorStoreConfigError,
+  VectorStoreError,
+  WriteEndedError,
+} from '../errors.js';
 import { validateMetadataFilter } from '../filter.js';
 import { auxiliaryName, quoteIdent, resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
@@ -16,6 +21,7 @@ import {
   DEFAULT_LEASE_SECONDS,
   isDeadLocalOwner,
   localOwner,
+  MAX_LEASE_SECONDS,
   newVersion,
 } from '../staged.js';
 import type {
@@ -351,7 +357,7 @@ export class PgVectorStore implements VectorStore {
     this.dfLog = quoteIdent(auxiliaryName(this.key, 'l'));
     this.docTable = quoteIdent(auxiliaryName(this.key, 'd'));
     this.writesTable = quoteIdent(auxiliaryName(this.key, 'w'));
-    this.visible = `${this.table}.version NOT IN (SELECT version FROM ${this.writesTable})`;
+    this.visible = `${this.table}.version NOT IN (SELECT version FROM ${this.writesTable} WHERE finished_at IS NULL)`;
     this.hnswIndex = quoteIdent(auxiliaryName(this.key, 'h'));
     this.distance = options.distance ?? 'cosine';
     this.dimension = options.embedder.dimension;
@@ -519,7 +525,8 @@ export class PgVectorStore implements VectorStore {
         owner text NOT NULL,
         lease_seconds float8 NOT NULL,
         expires_at timestamptz NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now())`);
+        created_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz)`);
       await this.migrate(tx);
       return row;
     });
@@ -764,11 +771,11 @@ export class PgVectorStore implements VectorStore {
   private async holdWrite(tx: SqlClient, version: string): Promise<void> {
     const res = await tx.query<{ one: number }>(
       `UPDATE ${this.writesTable} SET expires_at = now() + lease_seconds * interval '1 second'
-       WHERE version = $1 RETURNING 1 AS one`,
+       WHERE version = $1 AND finished_at IS NULL RETURNING 1 AS one`,
       [version],
     );
     if (res.rows.length === 0) {
-      throw new VectorStoreError(
+      throw new WriteEndedError(
         `write ${version} on collection ${this.collectionName} has ended or expired (finished, aborted, or swept ` +
           'after its lease lapsed); begin a new write',
       );
@@ -1373,17 +1380,26 @@ export class PgVectorStore implements VectorStore {
     const lease = checkLease(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
     const owner = options.owner ?? localOwner();
     await this.sweepWrites();
-    await this.exclusive(() =>
+    const res = await this.exclusive(() =>
       this.run('begin write', () =>
-        this.client.query(
-          `INSERT INTO ${this.writesTable} (version, owner, lease_seconds, expires_at)
+        this.client.query<{ version: string }>(
+          `INSERT INTO ${this.writesTable} AS w (version, owner, lease_seconds, expires_at)
            VALUES ($1, $2, $3, now() + $3 * interval '1 second')
            ON CONFLICT (version) DO UPDATE SET owner = EXCLUDED.owner,
-             lease_seconds = EXCLUDED.lease_seconds, expires_at = EXCLUDED.expires_at`,
+             lease_seconds = EXCLUDED.lease_seconds, expires_at = EXCLUDED.expires_at
+           WHERE w.finished_at IS NULL
+           RETURNING version`,
           [version, owner, lease],
         ),
       ),
     );
+    if (res.rows.length === 0) {
+      // Finished writes are remembered (for MAX_LEASE_SECONDS), so a late redelivery cannot re-stage — and thereby
+      // hide — a committed version.
+      throw new WriteEndedError(
+        `write ${version} on collection ${this.collectionName} has already ended; it cannot be begun again`,
+      );
+    }
     return version;
   }
 
@@ -1400,7 +1416,7 @@ export class PgVectorStore implements VectorStore {
     }>(
       `SELECT w.version, w.owner, w.expires_at, w.expires_at < now() AS expired,
               (SELECT count(*) FROM ${this.table} c WHERE c.version = w.version)::int AS chunks
-       FROM ${this.writesTable} w ORDER BY w.created_at, w.version`,
+       FROM ${this.writesTable} w WHERE w.finished_at IS NULL ORDER BY w.created_at, w.version`,
     );
     return res.rows.map((r) => ({
       version: r.version,
@@ -1416,6 +1432,13 @@ export class PgVectorStore implements VectorStore {
     const lapsed = (await this.run('list writes', () => this.lapsedWrites())).filter(
       (w) => w.expired,
     );
+    // Ended writes are remembered as long as a lease can last, then forgotten.
+    await this.run('sweep writes', () =>
+      this.client.query(
+        `DELETE FROM ${this.writesTable} WHERE finished_at < now() - $1 * interval '1 second'`,
+        [MAX_LEASE_SECONDS],
+      ),
+    );
     if (lapsed.length === 0) return [0, 0];
     const dead = lapsed.filter((w) => isDeadLocalOwner(w.owner)).map((w) => w.version);
     return this.exclusive(() =>
@@ -1423,8 +1446,9 @@ export class PgVectorStore implements VectorStore {
         this.client.transaction(async (tx) => {
           // Re-checked under the row locks: a writer that renewed its lease meanwhile keeps it.
           const gone = await tx.query<{ version: string }>(
-            `DELETE FROM ${this.writesTable}
-             WHERE version = ANY($1::text[]) AND (expires_at < now() OR version = ANY($2::text[]))
+            `UPDATE ${this.writesTable} SET finished_at = now()
+             WHERE version = ANY($1::text[]) AND finished_at IS NULL
+               AND (expires_at < now() OR version = ANY($2::text[]))
              RETURNING version`,
             [lapsed.map((w) => w.version), dead],
           );
@@ -1469,7 +1493,7 @@ export class PgVectorStore implements VectorStore {
       this.run('finish write', () =>
         this.client.transaction(async (tx) => {
           const write = await tx.query<{ version: string }>(
-            `SELECT version FROM ${this.writesTable} WHERE version = $1 FOR UPDATE`,
+            `SELECT version FROM ${this.writesTable} WHERE version = $1 AND finished_at IS NULL FOR UPDATE`,
             [version],
           );
           if (write.rows.length === 0) {
@@ -1538,7 +1562,9 @@ export class PgVectorStore implements VectorStore {
               })),
             );
           }
-          await tx.query(`DELETE FROM ${this.writesTable} WHERE version = $1`, [version]);
+          await tx.query(`UPDATE ${this.writesTable} SET finished_at = now() WHERE version = $1`, [
+            version,
+          ]);
           return { committed: acceptedIds, refused, chunksDeleted };
         }),
       ),
@@ -1552,7 +1578,13 @@ export class PgVectorStore implements VectorStore {
     return this.exclusive(() =>
       this.run('abort write', () =>
         this.client.transaction(async (tx) => {
-          await tx.query(`DELETE FROM ${this.writesTable} WHERE version = $1`, [version]);
+          const ended = await tx.query(
+            `UPDATE ${this.writesTable} SET finished_at = now() WHERE version = $1 AND finished_at IS NULL
+             RETURNING version`,
+            [version],
+          );
+          // A finished write's chunks are the committed version: never delete those.
+          if (ended.rows.length === 0) return 0;
           return this.deleteRows(tx, 'version = $1', [version]);
         }),
       ),

@@ -3,11 +3,18 @@
  * chunk batches → embedded and stored chunks → committed document record. Every step is idempotent, so SQS
  * redeliveries and retries are harmless.
  *
+ * Integrity: each document version is one staged write of the vector store (version token from the document, its
+ * content hash and the S3 `sequencer`), so its chunks stay invisible until the last batch commits it; the commit is a
+ * compare-and-set against the stored record and tombstone (a late, older upload or one deleted meanwhile is
+ * refused), and a redelivered message of a finished write does nothing. A poison document is marked `failed`
+ * with its reason and costs only itself.
+ *
  * Object layout in the artifacts store:
  * - `status/<collection>/<doc>.json` — ingestion status of a document (pending, indexed, failed);
  * - `documents/<collection>/<doc>/<hash>.json` — a parsed document too large to travel in a message;
  * - `batches/<collection>/<doc>/<hash>/<n>.json` — chunk batches, with `manifest.json` and `done/<n>` markers.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { createChunker } from '../../shared/src/chunking/index.js';
 import type { ChunkingOptions } from '../../shared/src/chunking/types.js';
@@ -22,12 +29,30 @@ import {
 import { indexingKey } from '../../shared/src/ingest/pipeline.js';
 import { getJson, type ObjectStore, putJson } from '../../shared/src/ports/object-store.js';
 import { batches as sliceBatches } from '../../shared/src/util/concurrency.js';
-import type { DocumentRecord, EmbeddedChunk } from '../../shared/src/vectorstores/types.js';
+import { VectorStoreError, WriteEndedError } from '../../shared/src/vectorstores/errors.js';
+import { compareSequencers } from '../../shared/src/vectorstores/staged.js';
+import type {
+  DocumentRecord,
+  EmbeddedChunk,
+  VectorStore,
+  VersionedCommit,
+} from '../../shared/src/vectorstores/types.js';
 import { MAX_MESSAGE_BYTES } from './queue.js';
 import type { Runtime } from './runtime.js';
 
 /** Texts per embedding call (the batch format's own limit, repeated here as the embed step's contract). */
 export const EMBED_CALL_TEXTS = 1024;
+/**
+ * Lease of a document version's staged write: its embed messages may wait in the queue (retries, throttling) this
+ * long after the last one was handled before the write is presumed abandoned and swept with its chunks.
+ */
+export const KB_WRITE_LEASE_SECONDS = 24 * 3600;
+
+/** What an S3 notification says of the event besides the key. */
+export interface ObjectEvent {
+  /** The object's `sequencer` (hexadecimal; orders the events of one key). */
+  sequencer?: string;
+}
 
 /** A document's ingestion status, kept in the artifacts store. */
 export interface DocumentStatusRecord {
@@ -39,6 +64,45 @@ export interface DocumentStatusRecord {
   chunkCount?: number;
   updatedAt: string;
   error?: string;
+  /** S3 `sequencer` of the event this status is about (a status is never overwritten by an older event's). */
+  sequencer?: string;
+}
+
+/** Whether an event with `sequencer` is older than the one `status` records (then it must not overwrite it). */
+function olderThan(
+  sequencer: string | undefined,
+  status: DocumentStatusRecord | undefined,
+): boolean {
+  return (
+    sequencer !== undefined &&
+    status?.sequencer !== undefined &&
+    compareSequencers(sequencer, status.sequencer) < 0
+  );
+}
+
+/**
+ * The staged-write version of one document version: deterministic, so every batch of it (and every redelivery)
+ * writes the same version; distinct per upload event.
+ */
+export function writeVersion(documentId: string, contentHash: string, sequencer?: string): string {
+  const doc = createHash('sha256').update(documentId).digest('hex').slice(0, 16);
+  const event = sequencer ?? `t${Date.now().toString(16)}${randomBytes(4).toString('hex')}`;
+  return `kb.${doc}.${contentHash.slice(0, 16)}.${event}`;
+}
+
+/**
+ * Whether an error is the input's fault (a retry cannot help): validation failures, and database data or
+ * integrity errors (SQLSTATE classes 22 and 23) or limits (54). Everything else (connections, throttling, 5xx) is
+ * retried by the queue.
+ */
+export function isPoisonError(error: unknown): boolean {
+  if (error instanceof WriteEndedError) return false;
+  if (error instanceof ValidationError) return true;
+  if (error instanceof VectorStoreError) {
+    const code = (error.cause as { code?: unknown } | undefined)?.code;
+    return typeof code === 'string' && /^(22|23|54)/.test(code);
+  }
+  return false;
 }
 
 /** Encodes a document key as one key segment (document keys contain `/`). */
@@ -82,6 +146,12 @@ export const ChunkRequestSchema = z.object({
   documentId: z.string().min(1),
   contentHash: z.string().min(1),
   sourceKey: z.string().min(1),
+  /** Staged-write version of this document version (see `writeVersion`). */
+  version: z.string().min(1).optional(),
+  /** S3 sequencer of the upload. */
+  sequencer: z.string().optional(),
+  /** When the object was read (ISO time). */
+  readAt: z.string().optional(),
   /** The parsed document, when it fits in a message. */
   document: z.unknown().optional(),
   /** Else the key of the parsed document in the artifacts store. */
@@ -96,7 +166,8 @@ export const EmbedMessageSchema = z.object({ batchKey: z.string().min(1) });
 /** What happened to one document of an ingested object. */
 export interface IngestOutcome {
   documentId: string;
-  status: 'queued' | 'unchanged' | 'failed' | 'removed' | 'missing';
+  /** `stale`: an event older than one already handled for this key (ignored). */
+  status: 'queued' | 'unchanged' | 'failed' | 'removed' | 'missing' | 'stale';
   chunksDeleted?: number;
   error?: string;
 }
@@ -106,8 +177,18 @@ export interface IngestOutcome {
  * settings are already stored, and sends the others to the chunk queue (large documents as an object key).
  * Broken files are recorded as `failed` and not retried (a retry cannot fix them).
  */
-export async function ingestObject(rt: Runtime, sourceKey: string): Promise<IngestOutcome[]> {
+export async function ingestObject(
+  rt: Runtime,
+  sourceKey: string,
+  event: ObjectEvent = {},
+): Promise<IngestOutcome[]> {
   const { collection, chunking, embeddingModel } = rt.config;
+  const { sequencer } = event;
+  if (olderThan(sequencer, await readStatus(rt.objectStore, collection, sourceKey))) {
+    return [{ documentId: sourceKey, status: 'stale' }];
+  }
+  // Taken before the read: a deletion committed after it wins over this version.
+  const readAt = new Date().toISOString();
   let bytes: Uint8Array;
   try {
     bytes = await rt.documents.get(sourceKey);
@@ -126,6 +207,7 @@ export async function ingestObject(rt: Runtime, sourceKey: string): Promise<Inge
       sourceKey,
       updatedAt: now,
       error: f.message,
+      ...(sequencer !== undefined && { sequencer }),
     });
     outcomes.push({ documentId: f.key, status: 'failed', error: f.message });
   }
@@ -148,6 +230,9 @@ export async function ingestObject(rt: Runtime, sourceKey: string): Promise<Inge
       documentId: doc.key,
       contentHash: doc.contentHash,
       sourceKey,
+      version: writeVersion(doc.key, doc.contentHash, sequencer),
+      readAt,
+      ...(sequencer !== undefined && { sequencer }),
     };
     const inline = JSON.stringify({ ...request, document: doc });
     if (Buffer.byteLength(inline, 'utf8') <= MAX_MESSAGE_BYTES - 1024) request.document = doc;
@@ -161,6 +246,7 @@ export async function ingestObject(rt: Runtime, sourceKey: string): Promise<Inge
       contentHash: doc.contentHash,
       sourceKey,
       updatedAt: now,
+      ...(sequencer !== undefined && { sequencer }),
     });
     requests.push(request);
     outcomes.push({ documentId: doc.key, status: 'queued' });
@@ -170,21 +256,43 @@ export async function ingestObject(rt: Runtime, sourceKey: string): Promise<Inge
 }
 
 /**
- * Removes a document's chunks, record and status (an ObjectRemoved notification, or DELETE /documents/{id}).
- * Returns the number of chunks deleted; removing an unknown document is not an error.
+ * Removes a document (an ObjectRemoved notification, or DELETE /documents/{id}): its chunks and record, leaving a
+ * tombstone so that an ingest of it still in flight cannot bring it back, and its status. For a `.jsonl` object,
+ * every document its records created goes too. An event older than the stored version (a late ObjectRemoved after
+ * a re-upload) changes nothing. Returns the number of chunks deleted; removing an unknown document is not an error.
  */
-export async function removeDocument(rt: Runtime, documentId: string): Promise<number> {
+export async function removeDocument(
+  rt: Runtime,
+  documentId: string,
+  event: ObjectEvent = {},
+): Promise<number> {
   const { collection } = rt.config;
+  const { sequencer } = event;
   const embedder = await rt.embedder();
-  let deleted = 0;
+  let store: VectorStore;
   try {
-    const store = await rt.openStore(collection, embedder);
-    deleted = await store.deleteByDocument(documentId);
+    store = await rt.openStore(collection, embedder);
   } catch (error) {
     // No collection yet: nothing to delete.
     if (!(error instanceof NotFoundError)) throw error;
+    if (!olderThan(sequencer, await readStatus(rt.objectStore, collection, documentId))) {
+      await rt.objectStore.delete(statusKey(collection, documentId));
+    }
+    return 0;
   }
+  const options = sequencer === undefined ? {} : { sequencer };
+  const own = await store.deleteDocument(documentId, options);
+  if (own < 0) return 0;
+  let deleted = own;
   await rt.objectStore.delete(statusKey(collection, documentId));
+  // Documents created from this object's records (a .jsonl file): their records name it as source_key.
+  for (const record of await store.listDocuments()) {
+    if (record.documentId === documentId || record.metadata?.source_key !== documentId) continue;
+    const n = await store.deleteDocument(record.documentId, options);
+    if (n < 0) continue;
+    deleted += n;
+    await rt.objectStore.delete(statusKey(collection, record.documentId));
+  }
   return deleted;
 }
 
@@ -197,6 +305,45 @@ interface BatchManifest {
   total: number;
   record: DocumentRecord;
   keepIds: string[];
+  /** Staged-write version (absent in manifests written before staged writes). */
+  version?: string;
+  sequencer?: string;
+  readAt?: string;
+}
+
+/** The commit a manifest stands for. */
+function manifestCommit(m: BatchManifest): VersionedCommit {
+  return {
+    record: m.record,
+    chunkIds: m.keepIds,
+    ...(m.sequencer !== undefined && { sequencer: m.sequencer }),
+    ...(m.readAt !== undefined && { readAt: m.readAt }),
+  };
+}
+
+/** Marks a document version `failed` (unless a newer event owns its status). */
+async function markFailed(
+  rt: Runtime,
+  collection: string,
+  documentId: string,
+  sourceKey: string,
+  error: string,
+  version: { contentHash?: string; sequencer?: string },
+): Promise<void> {
+  const status = await readStatus(rt.objectStore, collection, documentId);
+  if (olderThan(version.sequencer, status)) return;
+  if (status?.contentHash !== undefined && version.contentHash !== undefined) {
+    if (status.contentHash !== version.contentHash && version.sequencer === undefined) return;
+  }
+  await writeStatus(rt.objectStore, collection, {
+    documentId,
+    status: 'failed',
+    sourceKey,
+    updatedAt: new Date().toISOString(),
+    error,
+    ...(version.contentHash !== undefined && { contentHash: version.contentHash }),
+    ...(version.sequencer !== undefined && { sequencer: version.sequencer }),
+  });
 }
 
 /** Prefix of a document version's batches. */
@@ -205,13 +352,21 @@ export function batchPrefix(collection: string, documentId: string, contentHash:
 }
 
 /**
- * Chunks one document and sends its batches to the embed queue. A request for a version that a newer upload
- * has superseded is dropped.
- * @returns the batch keys written (empty when superseded or when the document has no chunks).
+ * Chunks one document version and sends its batches to the embed queue, after beginning its staged write. A
+ * request for a version that a newer upload superseded, or whose write already finished (a redelivery), is
+ * dropped; a document the chunker rejects is marked `failed`.
+ * @returns the batch keys written (empty when dropped or when the document has no chunks).
  */
 export async function chunkRequest(rt: Runtime, request: ChunkRequest): Promise<string[]> {
   const status = await readStatus(rt.objectStore, request.collection, request.documentId);
-  if (status?.contentHash !== undefined && status.contentHash !== request.contentHash) return [];
+  if (olderThan(request.sequencer, status)) return [];
+  if (
+    request.sequencer === undefined &&
+    status?.contentHash !== undefined &&
+    status.contentHash !== request.contentHash
+  ) {
+    return [];
+  }
   const doc =
     (request.document as LoadedDocument | undefined) ??
     (request.documentKey
@@ -221,7 +376,27 @@ export async function chunkRequest(rt: Runtime, request: ChunkRequest): Promise<
     throw new ValidationError(`chunk request for ${request.documentId} carries no document`);
   }
   const chunking = request.chunking as ChunkingOptions;
-  const chunks = createChunker(chunking).chunk(doc);
+  const version =
+    request.version ?? writeVersion(request.documentId, request.contentHash, request.sequencer);
+  const embedder = await rt.embedder(request.embeddingModel);
+  const store = await rt.openStore(request.collection, embedder, { createIfMissing: true });
+  try {
+    await store.beginWrite({ version, leaseSeconds: KB_WRITE_LEASE_SECONDS });
+  } catch (error) {
+    if (error instanceof WriteEndedError) return [];
+    throw error;
+  }
+  let chunks: ReturnType<ReturnType<typeof createChunker>['chunk']>;
+  try {
+    chunks = createChunker(chunking).chunk(doc);
+  } catch (error) {
+    await store.abortWrite(version);
+    await markFailed(rt, request.collection, doc.key, request.sourceKey, (error as Error).message, {
+      contentHash: request.contentHash,
+      ...(request.sequencer !== undefined && { sequencer: request.sequencer }),
+    });
+    return [];
+  }
   const record: DocumentRecord = {
     documentId: doc.key,
     contentHash: doc.contentHash,
@@ -234,14 +409,28 @@ export async function chunkRequest(rt: Runtime, request: ChunkRequest): Promise<
       ...(doc.title && { title: doc.title }),
     },
   };
-  const prefix = batchPrefix(request.collection, doc.key, doc.contentHash);
+  // One folder per write: two uploads of the same content in flight never count each other's batches.
+  const prefix = `${batchPrefix(request.collection, doc.key, doc.contentHash)}/${createHash(
+    'sha256',
+  )
+    .update(version)
+    .digest('hex')
+    .slice(0, 16)}`;
   const manifestKey = `${prefix}/manifest.json`;
-  const keepIds = chunks.map((c) => c.id);
+  const manifest: BatchManifest = {
+    documentId: doc.key,
+    contentHash: doc.contentHash,
+    collection: request.collection,
+    embeddingModel: request.embeddingModel,
+    total: 0,
+    record,
+    keepIds: chunks.map((c) => c.id),
+    version,
+    ...(request.sequencer !== undefined && { sequencer: request.sequencer }),
+    ...(request.readAt !== undefined && { readAt: request.readAt }),
+  };
   if (chunks.length === 0) {
-    const embedder = await rt.embedder(request.embeddingModel);
-    const store = await rt.openStore(request.collection, embedder, { createIfMissing: true });
-    await store.commitDocuments([{ record, keepIds }]);
-    await markIndexed(rt, request.collection, record, request.sourceKey);
+    await finishDocument(rt, store, manifest, request.sourceKey);
     return [];
   }
   const keys = await writeChunkBatches(
@@ -254,18 +443,11 @@ export async function chunkRequest(rt: Runtime, request: ChunkRequest): Promise<
       documentId: doc.key,
       contentHash: doc.contentHash,
       manifestKey,
+      version,
     },
     chunks,
   );
-  const manifest: BatchManifest = {
-    documentId: doc.key,
-    contentHash: doc.contentHash,
-    collection: request.collection,
-    embeddingModel: request.embeddingModel,
-    total: keys.length,
-    record,
-    keepIds,
-  };
+  manifest.total = keys.length;
   await putJson(rt.objectStore, manifestKey, manifest);
   await rt.queue('embed').send(keys.map((batchKey) => ({ batchKey })));
   return keys;
@@ -276,7 +458,9 @@ async function markIndexed(
   collection: string,
   record: DocumentRecord,
   sourceKey: string,
+  sequencer?: string,
 ): Promise<void> {
+  if (olderThan(sequencer, await readStatus(rt.objectStore, collection, record.documentId))) return;
   await writeStatus(rt.objectStore, collection, {
     documentId: record.documentId,
     status: 'indexed',
@@ -284,7 +468,39 @@ async function markIndexed(
     sourceKey,
     chunkCount: record.chunkCount,
     updatedAt: new Date().toISOString(),
+    ...(sequencer !== undefined && { sequencer }),
   });
+}
+
+/**
+ * Commits a document version whose batches are all stored, and records the outcome: `indexed`; nothing when a
+ * newer upload or a deletion outranks it (that event owns the status), or when a concurrent last batch already
+ * committed it; `failed` when its write lapsed or is incomplete. Returns whether this call committed it.
+ */
+async function finishDocument(
+  rt: Runtime,
+  store: VectorStore,
+  manifest: BatchManifest,
+  sourceKey: string,
+): Promise<boolean> {
+  const version = manifest.version as string;
+  const outcome = await store.finishWrite(version, [manifestCommit(manifest)]);
+  if (outcome.committed.length === 1) {
+    await markIndexed(rt, manifest.collection, manifest.record, sourceKey, manifest.sequencer);
+    return true;
+  }
+  const refusal = outcome.refused[0];
+  if (refusal === undefined || refusal.reason === 'superseded' || refusal.reason === 'deleted') {
+    return false;
+  }
+  // Ended: committed already by the other last batch of a race, or swept after its lease lapsed.
+  const stored = await store.getDocument(manifest.documentId);
+  if (refusal.reason === 'expired' && stored?.version === version) return false;
+  await markFailed(rt, manifest.collection, manifest.documentId, sourceKey, refusal.message, {
+    contentHash: manifest.contentHash,
+    ...(manifest.sequencer !== undefined && { sequencer: manifest.sequencer }),
+  });
+  return false;
 }
 
 /** Result of {@link embedBatch}. */
@@ -294,12 +510,16 @@ export interface EmbedBatchResult {
   chunks: number;
   /** Whether this call committed the document record (its last pending batch). */
   committed: boolean;
+  /** Why nothing was stored: the write had ended (a redelivery), or the batch's document is poison (marked failed). */
+  skipped?: 'ended' | 'poison';
 }
 
 /**
- * Embeds one batch ({@link EMBED_CALL_TEXTS} texts per call) and upserts it (idempotent by chunk id). In the
- * knowledge-base flow it then marks the batch done and, when no batch of the document is pending, commits the
- * document: removes chunks of the previous version and writes the record, unless a newer version superseded it.
+ * Embeds one batch ({@link EMBED_CALL_TEXTS} texts per call) and stages it under its document version's write
+ * (idempotent by chunk id). In the knowledge-base flow it then marks the batch done and, when no batch of the
+ * document is pending, commits the version (compare-and-set: an older upload or a deleted document is refused).
+ * A redelivery after the write ended does nothing; a batch whose content is rejected (poison) ends the write and
+ * marks the document `failed` instead of being retried.
  * @throws {ValidationError} when `expectedCollection` differs from the batch's collection.
  */
 export async function embedBatch(
@@ -313,36 +533,70 @@ export async function embedBatch(
       `batch ${batchKey} belongs to ${batch.collection}, not ${expectedCollection}`,
     );
   }
+  const base = { batchKey, collection: batch.collection };
   const embedder = await rt.embedder(batch.embeddingModel);
   const store = await rt.openStore(batch.collection, embedder, { createIfMissing: true });
-  const records: EmbeddedChunk[] = [];
-  for (const group of sliceBatches(batch.chunks, EMBED_CALL_TEXTS)) {
-    const vectors = await embedder.embedDocuments(group.map((c) => c.text));
-    group.forEach((chunk, i) => {
-      records.push({ chunk, vector: vectors[i] as number[] });
-    });
+  const { version } = batch;
+  const manifest =
+    batch.manifestKey === undefined
+      ? undefined
+      : await getJson<BatchManifest>(rt.objectStore, batch.manifestKey);
+  if (version !== undefined) {
+    try {
+      await store.beginWrite({ version, leaseSeconds: KB_WRITE_LEASE_SECONDS });
+    } catch (error) {
+      if (error instanceof WriteEndedError)
+        return { ...base, chunks: 0, committed: false, skipped: 'ended' };
+      throw error;
+    }
   }
-  await store.upsert(records);
+  const records: EmbeddedChunk[] = [];
+  try {
+    for (const group of sliceBatches(batch.chunks, EMBED_CALL_TEXTS)) {
+      const vectors = await embedder.embedDocuments(group.map((c) => c.text));
+      group.forEach((chunk, i) => {
+        records.push({ chunk, vector: vectors[i] as number[] });
+      });
+    }
+    await store.upsert(records, version === undefined ? {} : { version });
+  } catch (error) {
+    if (error instanceof WriteEndedError)
+      return { ...base, chunks: 0, committed: false, skipped: 'ended' };
+    if (version === undefined || manifest === undefined || !isPoisonError(error)) throw error;
+    await store.abortWrite(version);
+    await markFailed(
+      rt,
+      manifest.collection,
+      manifest.documentId,
+      String(manifest.record.metadata?.source_key ?? manifest.documentId),
+      (error as Error).message,
+      {
+        contentHash: manifest.contentHash,
+        ...(manifest.sequencer !== undefined && { sequencer: manifest.sequencer }),
+      },
+    );
+    return { ...base, chunks: 0, committed: false, skipped: 'poison' };
+  }
   if (batch.commit) await store.commitDocuments([batch.commit]);
   let committed = false;
-  if (batch.manifestKey) {
+  if (batch.manifestKey && manifest) {
     const prefix = batch.manifestKey.slice(0, batch.manifestKey.lastIndexOf('/'));
     await rt.objectStore.put(`${prefix}/done/${batch.index}`, '');
     const done = (await rt.objectStore.list(`${prefix}/done/`)).length;
     if (done >= batch.total) {
-      const manifest = await getJson<BatchManifest>(rt.objectStore, batch.manifestKey);
-      const status = await readStatus(rt.objectStore, manifest.collection, manifest.documentId);
-      if (status?.contentHash === undefined || status.contentHash === manifest.contentHash) {
-        await store.commitDocuments([{ record: manifest.record, keepIds: manifest.keepIds }]);
-        await markIndexed(
-          rt,
-          manifest.collection,
-          manifest.record,
-          status?.sourceKey ?? String(manifest.record.metadata?.source_key ?? ''),
-        );
-        committed = true;
+      const sourceKey = String(manifest.record.metadata?.source_key ?? manifest.documentId);
+      if (manifest.version !== undefined) {
+        committed = await finishDocument(rt, store, manifest, sourceKey);
+      } else {
+        // A manifest written before staged writes: the direct commit it was queued with.
+        const status = await readStatus(rt.objectStore, manifest.collection, manifest.documentId);
+        if (status?.contentHash === undefined || status.contentHash === manifest.contentHash) {
+          await store.commitDocuments([{ record: manifest.record, keepIds: manifest.keepIds }]);
+          await markIndexed(rt, manifest.collection, manifest.record, sourceKey);
+          committed = true;
+        }
       }
     }
   }
-  return { batchKey, collection: batch.collection, chunks: records.length, committed };
+  return { ...base, chunks: records.length, committed };
 }

@@ -1,6 +1,7 @@
 /**
  * Ingest: SQS messages whose bodies are S3 event notifications of the documents bucket. ObjectCreated parses the
  * object and queues its changed documents for chunking; ObjectRemoved deletes the document's chunks and record.
+ * Events of one key are ordered by their S3 `sequencer`: an older event never undoes a newer one.
  */
 import { z } from 'zod';
 import { parseWith } from '../../shared/src/api/schemas.js';
@@ -14,7 +15,9 @@ const S3Notification = z.object({
     .array(
       z.object({
         eventName: z.string(),
-        s3: z.object({ object: z.object({ key: z.string().min(1) }) }),
+        s3: z.object({
+          object: z.object({ key: z.string().min(1), sequencer: z.string().optional() }),
+        }),
       }),
     )
     .min(1),
@@ -44,8 +47,10 @@ export function createIngestHandler(deps?: Partial<Runtime>) {
     const rt = runtime();
     for (const r of notification.Records) {
       const key = decodeS3Key(r.s3.object.key);
-      if (r.eventName.startsWith('ObjectCreated:')) await ingestObject(rt, key);
-      else if (r.eventName.startsWith('ObjectRemoved:')) await removeDocument(rt, key);
+      // S3 does not deliver a key's events in order; its sequencer orders them (the store compares it).
+      const event = r.s3.object.sequencer === undefined ? {} : { sequencer: r.s3.object.sequencer };
+      if (r.eventName.startsWith('ObjectCreated:')) await ingestObject(rt, key, event);
+      else if (r.eventName.startsWith('ObjectRemoved:')) await removeDocument(rt, key, event);
     }
   });
 }

@@ -28,6 +28,8 @@ export interface ChunkBatchHeader {
   contentHash?: string;
   /** Per-document manifest to mark done (knowledge-base flow), see the embed-batch handler. */
   manifestKey?: string;
+  /** Staged write the chunks belong to (knowledge-base flow): invisible until the document version commits. */
+  version?: string;
   /** Commit to apply once this batch is stored (single-batch documents of the optimizer). */
   commit?: DocumentCommit;
 }
@@ -63,6 +65,7 @@ const ChunkBatchSchema = z.object({
   documentId: z.string().optional(),
   contentHash: z.string().optional(),
   manifestKey: z.string().optional(),
+  version: z.string().min(1).max(128).optional(),
   commit: z
     .object({
       record: z.object({

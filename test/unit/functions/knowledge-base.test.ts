@@ -4,7 +4,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { readStatus } from '../../../functions/_shared/knowledge-base.js';
+import { readStatus, writeVersion } from '../../../functions/_shared/knowledge-base.js';
 import { createChunkHandler } from '../../../functions/chunk/handler.js';
 import { createEmbedBatchHandler } from '../../../functions/embed-batch/handler.js';
 import { createIngestHandler } from '../../../functions/ingest/handler.js';
@@ -119,7 +119,8 @@ describe('knowledge-base handlers (ingest → chunk → embed-batch)', () => {
 
     // Assess
     expect(out).toEqual({ batchItemFailures: [] });
-    const prefix = `batches/${COLLECTION}/guides%2Fleave%20policy.md/${sha256(LEAVE_POLICY)}`;
+    const version = writeVersion(LEAVE_KEY, sha256(LEAVE_POLICY), '0055AED6DCD90281E5');
+    const prefix = `batches/${COLLECTION}/guides%2Fleave%20policy.md/${sha256(LEAVE_POLICY)}/${sha256(version).slice(0, 16)}`;
     expect(sentBodies(sqsMock, 'embed')).toEqual([
       JSON.stringify({ batchKey: `${prefix}/0.json` }),
     ]);

@@ -29,7 +29,7 @@ function toLines(items: readonly PdfTextItem[]): Line[] {
   }
   return rows.map((row) => {
     row.sort((a, b) => a.x - b.x);
-    const size = Math.max(...row.map((item) => item.fontSize));
+    const size = row.reduce((max, item) => Math.max(max, item.fontSize), Number.NEGATIVE_INFINITY);
     const segments: { x: number; text: string; end: number }[] = [];
     for (const item of row) {
       const last = segments[segments.length - 1];

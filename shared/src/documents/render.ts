@@ -10,7 +10,8 @@ function escapeCell(cell: string): string {
 }
 
 function renderTable(rows: string[][]): string {
-  const width = Math.max(...rows.map((row) => row.length));
+  // reduce, not Math.max(...): spreading a table of 100k+ rows overflows the call stack.
+  const width = rows.reduce((max, row) => Math.max(max, row.length), 0);
   const line = (row: string[]): string => {
     const cells = Array.from({ length: width }, (_, i) => escapeCell(row[i] ?? ''));
     return `| ${cells.join(' | ')} |`;

@@ -1,4 +1,5 @@
 import { DocumentParseError } from './errors.js';
+import { DEFAULT_MAX_NESTING_DEPTH } from './limits.js';
 import type { ParsedStructure } from './markdown.js';
 import { collapseWhitespace } from './render.js';
 import type { DocBlock } from './types.js';
@@ -47,13 +48,26 @@ function tableRows(node: DoclingNode): string[][] {
   return rows;
 }
 
+/** Options of {@link parseDocling}. */
+export interface DoclingParseOptions {
+  /** Deepest `$ref` nesting (groups within groups) accepted. Default `DEFAULT_MAX_NESTING_DEPTH` (512). */
+  maxDepth?: number;
+}
+
 /**
  * Reads a DoclingDocument (the JSON that Docling produces after its own layout analysis) in body
  * reading order. `title` becomes a level-1 heading, so section headers sit one level below it.
+ * JSON.parse itself handles any nesting; the body walk recurses along `$ref`s, so its depth is bounded.
  *
- * @throws {DocumentParseError} `corrupt` when the JSON is invalid or is not a DoclingDocument.
+ * @throws {DocumentParseError} `corrupt` when the JSON is invalid or is not a DoclingDocument,
+ *   `too_deep` when groups nest deeper than `maxDepth`.
  */
-export function parseDocling(json: string, label: string): ParsedStructure {
+export function parseDocling(
+  json: string,
+  label: string,
+  options: DoclingParseOptions = {},
+): ParsedStructure {
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_NESTING_DEPTH;
   let doc: unknown;
   try {
     doc = JSON.parse(json);
@@ -75,18 +89,24 @@ export function parseDocling(json: string, label: string): ParsedStructure {
   let title: string | undefined;
   const seen = new Set<string>();
 
-  const visitChildren = (children: unknown): void => {
+  const visitChildren = (children: unknown, depth: number): void => {
     if (!Array.isArray(children)) return;
     for (const child of children) {
       const ref = isRecord(child) ? (child as DoclingRef).$ref : undefined;
       if (typeof ref !== 'string' || seen.has(ref)) continue;
       seen.add(ref);
       const resolved = resolveRef(root, ref);
-      if (resolved) visit(resolved.kind, resolved.node);
+      if (resolved) visit(resolved.kind, resolved.node, depth + 1);
     }
   };
 
-  const visit = (kind: string, node: DoclingNode): void => {
+  const visit = (kind: string, node: DoclingNode, depth: number): void => {
+    if (depth > maxDepth) {
+      throw new DocumentParseError(
+        'too_deep',
+        `${label}: DoclingDocument nested deeper than ${maxDepth} levels; refused`,
+      );
+    }
     if (kind === 'tables') {
       const rows = tableRows(node);
       if (rows.length > 0) blocks.push({ type: 'table', rows });
@@ -112,9 +132,9 @@ export function parseDocling(json: string, label: string): ParsedStructure {
         }
       }
     }
-    visitChildren(node.children);
+    visitChildren(node.children, depth);
   };
 
-  visitChildren((root.body as DoclingNode).children);
+  visitChildren((root.body as DoclingNode).children, 0);
   return { blocks, title };
 }

@@ -1,4 +1,6 @@
 import { type HTMLElement, type Node, NodeType, parse } from 'node-html-parser';
+import { DocumentParseError } from './errors.js';
+import { DEFAULT_MAX_NESTING_DEPTH } from './limits.js';
 import type { ParsedStructure } from './markdown.js';
 import { collapseWhitespace } from './render.js';
 import type { DocBlock } from './types.js';
@@ -67,12 +69,14 @@ function listItems(list: HTMLElement): string[] {
     const nested: string[] = [];
     for (const part of child.childNodes) {
       const tag = tagOf(part);
-      if (tag === 'ul' || tag === 'ol') nested.push(...listItems(part as HTMLElement));
+      // Loops, not push(...spread): a spread of a huge list overflows the call stack.
+      if (tag === 'ul' || tag === 'ol')
+        for (const item of listItems(part as HTMLElement)) nested.push(item);
       else own.push(part.text);
     }
     const text = collapseWhitespace(own.join(''));
     if (text) items.push(text);
-    items.push(...nested);
+    for (const item of nested) items.push(item);
   }
   return items;
 }
@@ -139,20 +143,50 @@ function walk(node: HTMLElement, blocks: DocBlock[]): void {
   flush();
 }
 
+/** Options of {@link parseHtml}. */
+export interface HtmlParseOptions {
+  /** Names the document in error messages. Default `HTML`. */
+  label?: string;
+  /** Deepest element nesting accepted. Default `DEFAULT_MAX_NESTING_DEPTH` (512). */
+  maxDepth?: number;
+}
+
+/** True when an element sits more than `limit` elements deep; iterative, so any depth is safe. */
+function nestedDeeperThan(root: HTMLElement, limit: number): boolean {
+  const stack: [Node, number][] = [[root, 0]];
+  for (let entry = stack.pop(); entry; entry = stack.pop()) {
+    const [node, depth] = entry;
+    if (depth > limit) return true;
+    for (const child of node.childNodes) {
+      if (child.nodeType === NodeType.ELEMENT_NODE) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 /**
  * Extracts headings, paragraphs, lists, tables and code from HTML, dropping page chrome
  * (script, style, nav, header, footer) that would otherwise pollute retrieval. Also used for
- * DOCX, via mammoth's HTML.
+ * DOCX, via mammoth's HTML. node-html-parser parses iteratively, but its text getters and our
+ * walk recurse: nesting is measured first, iteratively, and refused past `maxDepth`.
  *
+ * @throws {DocumentParseError} `too_deep` when elements nest deeper than `maxDepth`.
  * @example
  * parseHtml('<h1>Fleet</h1><p>Six barges.</p>').blocks.length; // 2
  */
-export function parseHtml(html: string): ParsedStructure {
+export function parseHtml(html: string, options: HtmlParseOptions = {}): ParsedStructure {
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_NESTING_DEPTH;
   // node-html-parser keeps a doctype as a text node; it is never content.
   const root = parse(html.replace(/<!doctype[^>]*>/gi, ''), {
     comment: false,
     blockTextElements: { script: true, style: true, noscript: true, pre: true },
   });
+  if (nestedDeeperThan(root, maxDepth)) {
+    throw new DocumentParseError(
+      'too_deep',
+      `${options.label ?? 'HTML'}: HTML nested deeper than ${maxDepth} elements; refused`,
+    );
+  }
   const blocks: DocBlock[] = [];
   walk(root, blocks);
   const titleText = collapseWhitespace(root.querySelector('title')?.text ?? '');

@@ -1,20 +1,43 @@
 import { createHash } from 'node:crypto';
+import { DEFAULT_MAX_TEXT_CHARS } from './limits.js';
+import { cleanText, hasUnstorable, unstorableCounts, unstorableWarnings } from './sanitize.js';
 import { parsePlainText } from './text.js';
-import type { DocBlock, DocumentLoadFailure, LoadedDocument, LoadResult } from './types.js';
+import type {
+  DocBlock,
+  DocumentLoadFailure,
+  DocumentLoadWarning,
+  LoadedDocument,
+  LoadResult,
+} from './types.js';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** Options of {@link parseJsonl}. */
+export interface JsonlParseOptions {
+  /** Bound on one record's text; `too_large` above. Default `DEFAULT_MAX_TEXT_CHARS`. */
+  maxTextChars?: number;
 }
 
 /**
  * Splits a corpus file (one `{"id","title","text"}` object per line) into documents. A bad line
  * becomes an `invalid_record` failure keyed `file.jsonl:LINE`; the other lines still load.
  * The content hash covers `title + "\n" + text` (title empty when absent), so a re-ingest skips
- * unchanged records even when other lines of the file changed.
+ * unchanged records even when other lines of the file changed. NUL characters and unpaired
+ * surrogates (JSON `\u0000`, `\ud800` escapes) are stripped/replaced with a warning per record;
+ * the hash is of the record as written. An `id` holding either is an `invalid_record`.
  */
-export function parseJsonl(source: string, fileKey: string, sourcePath: string): LoadResult {
+export function parseJsonl(
+  source: string,
+  fileKey: string,
+  sourcePath: string,
+  options: JsonlParseOptions = {},
+): LoadResult {
+  const maxTextChars = options.maxTextChars ?? DEFAULT_MAX_TEXT_CHARS;
   const documents: LoadedDocument[] = [];
   const failures: DocumentLoadFailure[] = [];
+  const warnings: DocumentLoadWarning[] = [];
   const lines = source.replace(/^\uFEFF/, '').split('\n');
   lines.forEach((rawLine, index) => {
     const line = rawLine.trim();
@@ -50,8 +73,20 @@ export function parseJsonl(source: string, fileKey: string, sourcePath: string):
       fail('invalid_record', '"title" must be a string when present');
       return;
     }
-    const cleanTitle = typeof title === 'string' && title.trim() ? title.trim() : undefined;
-    const body = text.replace(/\r\n?/g, '\n');
+    if (hasUnstorable(String(id))) {
+      fail('invalid_record', '"id" holds a NUL character or an unpaired surrogate');
+      return;
+    }
+    if (text.length > maxTextChars) {
+      fail('too_large', `"text" is ${text.length} characters, over the limit of ${maxTextChars}`);
+      return;
+    }
+    const rawTitle = typeof title === 'string' && title.trim() ? title.trim() : undefined;
+    const rawBody = text.replace(/\r\n?/g, '\n');
+    const counts = unstorableCounts();
+    const cleanTitle =
+      rawTitle === undefined ? undefined : cleanText(rawTitle, counts) || undefined;
+    const body = cleanText(rawBody, counts);
     if (!body.trim() && !cleanTitle) {
       fail('empty', 'record has no text');
       return;
@@ -65,10 +100,11 @@ export function parseJsonl(source: string, fileKey: string, sourcePath: string):
       title: cleanTitle,
       text: cleanTitle ? `${cleanTitle}\n\n${body}` : body,
       blocks,
-      contentHash: sha256(`${cleanTitle ?? ''}\n${body}`),
+      contentHash: sha256(`${rawTitle ?? ''}\n${rawBody}`),
       format: 'jsonl',
       sourcePath,
     });
+    for (const warning of unstorableWarnings(key, sourcePath, counts)) warnings.push(warning);
   });
-  return { documents, failures };
+  return { documents, failures, warnings };
 }

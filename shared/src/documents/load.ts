@@ -8,12 +8,23 @@ import { parseDocling } from './docling.js';
 import { DocumentParseError } from './errors.js';
 import { parseHtml } from './html.js';
 import { parseJsonl } from './jsonl.js';
+import {
+  DEFAULT_MAX_DOCX_INFLATED_BYTES,
+  DEFAULT_MAX_DOCX_XML_BYTES,
+  DEFAULT_MAX_NESTING_DEPTH,
+  DEFAULT_MAX_PDF_INFLATED_BYTES,
+  DEFAULT_MAX_PDF_PAGES,
+  DEFAULT_MAX_TEXT_CHARS,
+} from './limits.js';
 import { type ParsedStructure, parseMarkdown } from './markdown.js';
 import { renderBlocks } from './render.js';
+import { cleanStructure, cleanText, unstorableCounts, unstorableWarnings } from './sanitize.js';
 import { decodeUtf8, normalizeNewlines, parsePlainText } from './text.js';
 import type {
+  DocBlock,
   DocumentFormat,
   DocumentLoadFailure,
+  DocumentLoadWarning,
   LoadedDocument,
   LoadOptions,
   LoadResult,
@@ -47,51 +58,123 @@ function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-function resolveOptions(options: LoadOptions | undefined): Required<LoadOptions> {
-  const maxFileBytes = options?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
-  const concurrency = options?.concurrency ?? DEFAULT_LOAD_CONCURRENCY;
-  if (!Number.isInteger(maxFileBytes) || maxFileBytes < 1) {
-    throw new ValidationError(`maxFileBytes must be a positive integer, got ${maxFileBytes}`);
+/** `LoadOptions` with every default filled in. */
+type ResolvedLoadOptions = Required<LoadOptions>;
+
+function resolveOptions(options: LoadOptions | undefined): ResolvedLoadOptions {
+  const resolved: ResolvedLoadOptions = {
+    maxFileBytes: options?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+    concurrency: options?.concurrency ?? DEFAULT_LOAD_CONCURRENCY,
+    maxTextChars: options?.maxTextChars ?? DEFAULT_MAX_TEXT_CHARS,
+    maxPdfPages: options?.maxPdfPages ?? DEFAULT_MAX_PDF_PAGES,
+    maxPdfInflatedBytes: options?.maxPdfInflatedBytes ?? DEFAULT_MAX_PDF_INFLATED_BYTES,
+    maxDocxInflatedBytes: options?.maxDocxInflatedBytes ?? DEFAULT_MAX_DOCX_INFLATED_BYTES,
+    maxDocxXmlBytes: options?.maxDocxXmlBytes ?? DEFAULT_MAX_DOCX_XML_BYTES,
+    maxNestingDepth: options?.maxNestingDepth ?? DEFAULT_MAX_NESTING_DEPTH,
+  };
+  for (const [name, value] of Object.entries(resolved)) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new ValidationError(`${name} must be a positive integer, got ${value}`);
+    }
   }
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_LOAD_CONCURRENCY) {
+  if (resolved.concurrency > MAX_LOAD_CONCURRENCY) {
     throw new ValidationError(
-      `concurrency must be an integer from 1 to ${MAX_LOAD_CONCURRENCY}, got ${concurrency}`,
+      `concurrency must be an integer from 1 to ${MAX_LOAD_CONCURRENCY}, got ${resolved.concurrency}`,
     );
   }
-  return { maxFileBytes, concurrency };
+  return resolved;
+}
+
+/** A parsed file: its structure, plus its source text for the formats that keep it verbatim. */
+interface Parsed {
+  structure: ParsedStructure;
+  sourceText?: string;
 }
 
 async function parseStructure(
   format: Exclude<DocumentFormat, 'jsonl'>,
   bytes: Uint8Array,
   key: string,
-): Promise<{ structure: ParsedStructure; text: string }> {
+  options: ResolvedLoadOptions,
+): Promise<Parsed> {
+  const maxDepth = options.maxNestingDepth;
   switch (format) {
     case 'txt': {
-      const text = normalizeNewlines(decodeUtf8(bytes, key));
-      return { structure: { blocks: parsePlainText(text) }, text };
+      const sourceText = normalizeNewlines(decodeUtf8(bytes, key));
+      return { structure: { blocks: parsePlainText(sourceText) }, sourceText };
     }
     case 'md': {
-      const text = normalizeNewlines(decodeUtf8(bytes, key));
-      return { structure: parseMarkdown(text), text };
+      const sourceText = normalizeNewlines(decodeUtf8(bytes, key));
+      return { structure: parseMarkdown(sourceText), sourceText };
     }
-    case 'html': {
-      const structure = parseHtml(decodeUtf8(bytes, key));
-      return { structure, text: renderBlocks(structure.blocks) };
-    }
-    case 'docling': {
-      const structure = parseDocling(decodeUtf8(bytes, key), key);
-      return { structure, text: renderBlocks(structure.blocks) };
-    }
-    case 'pdf': {
-      const structure = await parsePdf(bytes, key);
-      return { structure, text: renderBlocks(structure.blocks) };
-    }
-    case 'docx': {
-      const structure = await parseDocx(bytes, key);
-      return { structure, text: renderBlocks(structure.blocks) };
-    }
+    case 'html':
+      return { structure: parseHtml(decodeUtf8(bytes, key), { label: key, maxDepth }) };
+    case 'docling':
+      return { structure: parseDocling(decodeUtf8(bytes, key), key, { maxDepth }) };
+    case 'pdf':
+      return {
+        structure: await parsePdf(bytes, key, {
+          maxPages: options.maxPdfPages,
+          maxTextChars: options.maxTextChars,
+          maxInflatedBytes: options.maxPdfInflatedBytes,
+        }),
+      };
+    case 'docx':
+      return {
+        structure: await parseDocx(bytes, key, {
+          maxInflatedBytes: options.maxDocxInflatedBytes,
+          maxXmlBytes: options.maxDocxXmlBytes,
+          maxDepth,
+        }),
+      };
   }
+}
+
+/**
+ * Characters of text in the blocks, without markup: a lower bound on what `renderBlocks` returns,
+ * checked before rendering so that a huge extraction is refused before it is joined into one string.
+ */
+function blockChars(blocks: readonly DocBlock[]): number {
+  let chars = 0;
+  for (const block of blocks) {
+    if (block.type === 'list') for (const item of block.items) chars += item.length;
+    else if (block.type === 'table') {
+      for (const row of block.rows) for (const cell of row) chars += cell.length;
+    } else chars += block.text.length;
+  }
+  return chars;
+}
+
+function tooLong(key: string, chars: string, limit: number): DocumentParseError {
+  return new DocumentParseError(
+    'too_large',
+    `${key}: extracted text is ${chars} characters, over the limit of ${limit}; refused`,
+  );
+}
+
+/**
+ * Maps what a parser can still throw past our bounds to a per-file failure: a stack overflow
+ * (`too_deep`) or a string/buffer beyond V8's limits (`too_large`); anything else is `corrupt`.
+ */
+function failureOf(key: string, error: unknown): DocumentParseError {
+  if (error instanceof DocumentParseError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof RangeError && /call stack/i.test(message)) {
+    return new DocumentParseError('too_deep', `${key}: nested too deeply to parse (${message})`, {
+      cause: error,
+    });
+  }
+  if (
+    error instanceof RangeError &&
+    /string length|string longer|allocation failed/i.test(message)
+  ) {
+    return new DocumentParseError('too_large', `${key}: too large to parse (${message})`, {
+      cause: error,
+    });
+  }
+  return new DocumentParseError('corrupt', `${key}: could not be parsed (${message})`, {
+    cause: error,
+  });
 }
 
 /**
@@ -108,10 +191,12 @@ export async function loadFile(
   key: string,
   options?: LoadOptions,
 ): Promise<LoadResult> {
-  const { maxFileBytes } = resolveOptions(options);
+  const resolved = resolveOptions(options);
+  const { maxFileBytes } = resolved;
   const failure = (reason: DocumentLoadFailure['reason'], message: string): LoadResult => ({
     documents: [],
     failures: [{ key, sourcePath: absPath, reason, message }],
+    warnings: [],
   });
   const format = detectFormat(absPath);
   if (!format) {
@@ -138,24 +223,36 @@ export async function loadFile(
       `${key}: could not be read (${error instanceof Error ? error.message : String(error)})`,
     );
   }
-  return loadBytes(bytes, key, { sourcePath: absPath, maxFileBytes });
+  return loadBytes(bytes, key, { ...resolved, sourcePath: absPath });
+}
+
+/** Options of {@link loadBytes}: the bounds of `LoadOptions` (`concurrency` is unused) and the path to report. */
+export interface LoadBytesOptions extends LoadOptions {
+  /** Reported as the documents' and failures' `sourcePath`. Default: the key. */
+  sourcePath?: string;
 }
 
 /**
  * Parses one document from its bytes (an S3 object, an upload) by the key's extension. Never throws for bad
- * content: the problem is returned as a failure, as {@link loadFile} does.
- * @example const { documents } = await loadBytes(bytes, 'guides/intro.md');
+ * content: the problem is returned as a failure, as {@link loadFile} does. Hostile input fails within the
+ * bounds of `options` (see `LoadOptions`); NUL characters and unpaired surrogates are removed from the
+ * text with a `warnings` entry, while `contentHash` stays the hash of the bytes given.
+ *
+ * @throws {ValidationError} when an option is out of range.
+ * @example const { documents, warnings } = await loadBytes(bytes, 'guides/intro.md');
  */
 export async function loadBytes(
   bytes: Uint8Array,
   key: string,
-  options: { sourcePath?: string; maxFileBytes?: number } = {},
+  options: LoadBytesOptions = {},
 ): Promise<LoadResult> {
+  const resolved = resolveOptions(options);
+  const { maxFileBytes, maxTextChars } = resolved;
   const sourcePath = options.sourcePath ?? key;
-  const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
   const failure = (reason: DocumentLoadFailure['reason'], message: string): LoadResult => ({
     documents: [],
     failures: [{ key, sourcePath, reason, message }],
+    warnings: [],
   });
   const format = detectFormat(key);
   if (!format) {
@@ -174,30 +271,43 @@ export async function loadBytes(
   if (bytes.byteLength === 0) return failure('empty', `${key}: file is empty (0 bytes)`);
   try {
     if (format === 'jsonl') {
-      const result = parseJsonl(decodeUtf8(bytes, key), key, sourcePath);
+      const result = parseJsonl(decodeUtf8(bytes, key), key, sourcePath, { maxTextChars });
       if (result.documents.length === 0 && result.failures.length === 0) {
         return failure('empty', `${key}: no records found`);
       }
       return result;
     }
-    const { structure, text } = await parseStructure(format, bytes, key);
+    const { structure, sourceText } = await parseStructure(format, bytes, key, resolved);
+    // Count what is stripped where the text comes from: the source, or the blocks it is rendered from.
+    const counts = unstorableCounts();
+    const clean = cleanStructure(structure, sourceText === undefined ? counts : undefined);
+    let text: string;
+    if (sourceText === undefined) {
+      const chars = blockChars(clean.blocks);
+      if (chars > maxTextChars) throw tooLong(key, `at least ${chars}`, maxTextChars);
+      text = renderBlocks(clean.blocks);
+    } else {
+      text = cleanText(sourceText, counts);
+    }
+    if (text.length > maxTextChars) throw tooLong(key, String(text.length), maxTextChars);
     if (!text.trim()) return failure('empty', `${key}: no text found after extraction`);
     const document: LoadedDocument = {
       key,
-      title: structure.title,
+      title: clean.title,
       text,
-      blocks: structure.blocks,
+      blocks: clean.blocks,
       contentHash: sha256(bytes),
       format,
       sourcePath,
     };
-    return { documents: [document], failures: [] };
+    return {
+      documents: [document],
+      failures: [],
+      warnings: unstorableWarnings(key, sourcePath, counts),
+    };
   } catch (error: unknown) {
-    if (error instanceof DocumentParseError) return failure(error.reason, error.message);
-    return failure(
-      'corrupt',
-      `${key}: could not be parsed (${error instanceof Error ? error.message : String(error)})`,
-    );
+    const parseError = failureOf(key, error);
+    return failure(parseError.reason, parseError.message);
   }
 }
 
@@ -281,9 +391,12 @@ export async function loadDocuments(paths: string[], options?: LoadOptions): Pro
 
   const documents: LoadedDocument[] = [];
   const failures: DocumentLoadFailure[] = [...walkFailures];
+  const warnings: DocumentLoadWarning[] = [];
   const firstSource = new Map<string, string>();
   for (const result of results) {
-    failures.push(...result.failures);
+    // Loops, not push(...spread): a jsonl file can yield more failures than a call takes arguments.
+    for (const failure of result.failures) failures.push(failure);
+    for (const warning of result.warnings ?? []) warnings.push(warning);
     for (const document of result.documents) {
       const first = firstSource.get(document.key);
       if (first !== undefined) {
@@ -299,5 +412,5 @@ export async function loadDocuments(paths: string[], options?: LoadOptions): Pro
       documents.push(document);
     }
   }
-  return { documents, failures };
+  return { documents, failures, warnings };
 }

@@ -33,11 +33,18 @@ export interface DocumentLoadFailure {
   /** Path relative to the ingested folder (or `file.jsonl:LINE`). */
   key: string;
   sourcePath: string;
-  /** Short machine-readable reason. */
+  /**
+   * Short machine-readable reason. `too_large`: over a size bound (file bytes, extracted text, PDF
+   * pages, DOCX XML, zip members); `bomb`: a DOCX whose declared or actual inflated size or ratio is
+   * absurd or whose zip directory lies, or a PDF whose streams inflate past their bound;
+   * `too_deep`: nesting past `maxNestingDepth`.
+   */
   reason:
     | 'unsupported_type'
     | 'empty'
     | 'too_large'
+    | 'bomb'
+    | 'too_deep'
     | 'not_utf8'
     | 'corrupt'
     | 'invalid_record'
@@ -46,15 +53,43 @@ export interface DocumentLoadFailure {
   message: string;
 }
 
+/**
+ * A document that loaded, but only after its text was altered so that it can be stored: NUL
+ * characters stripped (`nul_stripped`), unpaired UTF-16 surrogates replaced with U+FFFD
+ * (`invalid_unicode_replaced`). The message names the document and the count, e.g.
+ * `notes.txt: stripped 3 NUL characters (U+0000), which PostgreSQL cannot store`.
+ */
+export interface DocumentLoadWarning {
+  /** The document key (`file.jsonl:LINE` for a jsonl record), as in {@link DocumentLoadFailure}. */
+  key: string;
+  sourcePath: string;
+  reason: 'nul_stripped' | 'invalid_unicode_replaced';
+  message: string;
+}
+
 export interface LoadResult {
   documents: LoadedDocument[];
   failures: DocumentLoadFailure[];
+  /** Documents that loaded with altered text. Always set by the loaders; optional for older callers. */
+  warnings?: DocumentLoadWarning[];
 }
 
-/** Options of `loadDocuments` and `loadFile`. */
+/** Options of `loadDocuments` and `loadFile`. Every bound fails the file, never the process. */
 export interface LoadOptions {
   /** Files larger than this are reported `too_large` without being read. Default `DEFAULT_MAX_FILE_BYTES` (50 MiB). */
   maxFileBytes?: number;
   /** Files parsed at once, 1..`MAX_LOAD_CONCURRENCY`. Default `DEFAULT_LOAD_CONCURRENCY` (4). */
   concurrency?: number;
+  /** Bound on a document's extracted text (string length); `too_large` above. Default `DEFAULT_MAX_TEXT_CHARS` (64 Mi). */
+  maxTextChars?: number;
+  /** Bound on a PDF's page count; `too_large` above. Default `DEFAULT_MAX_PDF_PAGES` (2000). */
+  maxPdfPages?: number;
+  /** Bound on the inflated size of a PDF's text-relevant Flate streams; `bomb` above. Default `DEFAULT_MAX_PDF_INFLATED_BYTES` (128 MiB). */
+  maxPdfInflatedBytes?: number;
+  /** Bound on the uncompressed size a DOCX declares in total; `bomb` above. Default `DEFAULT_MAX_DOCX_INFLATED_BYTES` (64 MiB). */
+  maxDocxInflatedBytes?: number;
+  /** Bound on the bytes inflated for mammoth (its XML parts); `too_large` above. Default `DEFAULT_MAX_DOCX_XML_BYTES` (16 MiB). */
+  maxDocxXmlBytes?: number;
+  /** Bound on HTML element and Docling group nesting; `too_deep` above. Default `DEFAULT_MAX_NESTING_DEPTH` (512). */
+  maxNestingDepth?: number;
 }

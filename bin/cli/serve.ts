@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { parseServingPattern } from '../../functions/_shared/env.js';
 import { errorResult, jsonResponse } from '../../functions/_shared/http.js';
+import { readStatus } from '../../functions/_shared/knowledge-base.js';
 import { bindLocalQueues, localContext, s3Notification } from '../../functions/_shared/local.js';
 import { createLocalRuntime, type LocalRuntime } from '../../functions/_shared/runtime.js';
 import { createDocumentsHandler } from '../../functions/documents/handler.js';
@@ -248,7 +249,29 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     const body = await readBody(req);
     await runtime.documents.put(key, body);
     await runtime.queue('ingest').send([s3Notification('ObjectCreated:Put', 'local', key)]);
-    return send(res, jsonResponse(200, { key, ingested: true }));
+    // The local queues ran the whole flow: report what it did to this document (a bad file is a 422 naming the
+    // reason, the previous version staying served).
+    const status = await readStatus(runtime.objectStore, runtime.config.collection, key);
+    if (status?.status === 'failed') {
+      return send(
+        res,
+        jsonResponse(422, {
+          key,
+          ingested: false,
+          status: 'failed',
+          error: { code: 'unprocessable_document', message: status.error ?? 'the document failed to index' },
+        }),
+      );
+    }
+    return send(
+      res,
+      jsonResponse(200, {
+        key,
+        ingested: status?.status === 'indexed' || status === undefined,
+        status: status?.status ?? 'indexed',
+        ...(status?.chunkCount !== undefined && { chunks: status.chunkCount }),
+      }),
+    );
   };
 
   const server = createServer((req, res) => {

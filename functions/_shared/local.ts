@@ -58,6 +58,18 @@ export function sqsEventOf(name: string, body: string): SQSEvent {
 }
 
 /** An S3 event notification of one object, as S3 sends it to SQS (key URL-encoded, spaces as `+`). */
+let lastSequencer = 0n;
+
+/**
+ * A local stand-in for S3's per-key `sequencer`: strictly increasing hexadecimal (microseconds since the epoch,
+ * bumped past the previous value), so local events order as S3's do.
+ */
+export function localSequencer(): string {
+  const now = BigInt(Date.now()) * 1000n;
+  lastSequencer = now > lastSequencer ? now : lastSequencer + 1n;
+  return lastSequencer.toString(16).toUpperCase().padStart(16, '0');
+}
+
 export function s3Notification(
   eventName: 'ObjectCreated:Put' | 'ObjectRemoved:Delete',
   bucket: string,
@@ -74,7 +86,10 @@ export function s3Notification(
         s3: {
           s3SchemaVersion: '1.0',
           bucket: { name: bucket, arn: `arn:aws:s3:::${bucket}` },
-          object: { key: encodeURIComponent(key).replace(/%20/g, '+').replace(/%2F/g, '/') },
+          object: {
+            key: encodeURIComponent(key).replace(/%20/g, '+').replace(/%2F/g, '/'),
+            sequencer: localSequencer(),
+          },
         },
       },
     ],

@@ -50,7 +50,7 @@ describe('PgVectorStore.addChunks (pipelined embedding and writing)', () => {
     expect((await store.stats()).chunks).toBe(2500);
   });
 
-  it('rejects when a later batch fails to embed, after the earlier batch was written', async () => {
+  it('rejects when a later batch fails to embed; a staged write leaves nothing visible and nothing behind', async () => {
     // Prepare
     const embedder = failingOn(2);
     const store = await PgVectorStore.create({
@@ -60,11 +60,18 @@ describe('PgVectorStore.addChunks (pipelined embedding and writing)', () => {
       ownsClient: true,
     });
     stores.push(store);
+    const version = await store.beginWrite();
     // Act
-    const result = store.addChunks(chunks(2100));
+    const result = store.addChunks(chunks(2100), { version });
     // Assess: the in-flight write of batch 1 completes before the error surfaces; batch 3 is never started
     await expect(result).rejects.toThrow('embedding call 2 failed');
     expect(embedder.calls).toBe(2);
-    expect((await store.stats()).chunks).toBe(1024);
+    // Batch 1 is staged, not visible
+    expect((await store.stats()).chunks).toBe(0);
+    expect(await store.search('chunk 5 text', { k: 5 })).toEqual([]);
+    expect((await store.checkIntegrity()).liveWrites.map((w) => w.chunks)).toEqual([1024]);
+    // Aborting removes it
+    expect(await store.abortWrite(version)).toBe(1024);
+    expect(await store.checkIntegrity()).toMatchObject({ clean: true, orphanChunks: 0, liveWrites: [] });
   });
 });

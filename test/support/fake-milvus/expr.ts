@@ -77,17 +77,21 @@ function compare(a: unknown, op: string, b: unknown): boolean {
     (typeof a === 'string' || typeof a === 'number' || typeof a === 'boolean');
   if (op === '!=') return !same || a !== b;
   if (!same) return false;
+  if (op === '==') return a === b;
+  // Milvus orders strings by their UTF-8 bytes (the order of primary keys, too).
+  const d =
+    typeof a === 'string'
+      ? Buffer.compare(Buffer.from(a), Buffer.from(b as string))
+      : (a as number) - (b as number);
   switch (op) {
-    case '==':
-      return a === b;
     case '<':
-      return (a as number) < (b as number);
+      return d < 0;
     case '<=':
-      return (a as number) <= (b as number);
+      return d <= 0;
     case '>':
-      return (a as number) > (b as number);
+      return d > 0;
     default:
-      return (a as number) >= (b as number);
+      return d >= 0;
   }
 }
 

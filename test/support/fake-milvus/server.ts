@@ -28,6 +28,8 @@ const LOADER_OPTIONS = {
   oneofs: true,
 };
 const BM25_K1 = 1.2;
+/** Milvus' `quotaAndLimits.limits.maxQueryResultWindow` default. */
+const QUERY_WINDOW = 16_384;
 const BM25_B = 0.75;
 
 // biome-ignore lint/suspicious/noExplicitAny: protobuf messages decoded as plain objects
@@ -126,6 +128,12 @@ function encodeColumn(field: Field, values: unknown[]): Msg {
     default:
       throw new Error(`field ${field.name} of type ${field.data_type} cannot be output`);
   }
+}
+
+/** Primary-key order: numbers numerically, strings by UTF-8 bytes (as Milvus compares VarChar keys). */
+function comparePk(a: unknown, b: unknown): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return Buffer.compare(Buffer.from(String(a)), Buffer.from(String(b)));
 }
 
 function denseScore(metric: string, a: readonly number[], b: readonly number[]): number {
@@ -453,7 +461,22 @@ export async function startFakeMilvus(port = 0): Promise<FakeMilvus> {
         };
       }
       const offset = Number(params.get('offset') ?? 0);
-      const limit = params.has('limit') ? Number(params.get('limit')) : rows.length;
+      const limited = params.has('limit');
+      const limit = limited ? Number(params.get('limit')) : rows.length;
+      // Milvus: an empty expression needs a limit, and offset + limit must fit the query result window.
+      if (!limited && String(req.expr ?? '').trim() === '') {
+        return { status: fail('empty expression should be used with limit') };
+      }
+      if (limited && (offset + limit < 1 || offset + limit > QUERY_WINDOW)) {
+        return {
+          status: fail(
+            `invalid max query result window, (offset+limit) should be in range [1, ${QUERY_WINDOW}], but got ${offset + limit}`,
+          ),
+        };
+      }
+      // Milvus merges segment results by primary key, so rows come back in primary-key order (the SDK's query
+      // iterator pages with `pk > last` on that order).
+      rows.sort((a, b) => comparePk(a[c.pk], b[c.pk]));
       const page = rows.slice(offset, offset + limit);
       const fields = outputFields(c, output);
       if (!fields.some((f) => f.name === c.pk))

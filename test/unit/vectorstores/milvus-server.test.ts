@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { milvusConfigFromEnv } from '../../../shared/src/vectorstores/milvus/config.js';
 import { MilvusVectorStore } from '../../../shared/src/vectorstores/milvus/milvus-store.js';
 import { runVectorStoreContract } from './contract.js';
+import { runStagedWriteContract } from './staged-contract.js';
 
 // Runs only against a real Milvus / Zilliz server: MILVUS_URI (and MILVUS_TOKEN, MILVUS_SERVER_CERT) set.
 const env = { ...process.env };
@@ -27,24 +28,25 @@ describe.skipIf(!uri)('Milvus on a real server (MILVUS_URI)', () => {
     await client?.closeConnection();
   });
 
-  runVectorStoreContract(
-    'Milvus (real server)',
-    async (opts) => {
-      if (client === undefined) throw new Error('no client');
-      const store = await MilvusVectorStore.create({ client, ...opts });
-      created.add(store.collectionName);
-      return store;
-    },
-    async () => {
-      // Leave nothing behind on the shared server.
-      for (const name of created) {
-        for (const c of [name, `${name}_docs`]) {
-          if ((await client?.hasCollection({ collection_name: c }))?.value) {
-            await client?.dropCollection({ collection_name: c });
-          }
+  const openStore = async (opts: Parameters<typeof MilvusVectorStore.create>[0]) => {
+    if (client === undefined) throw new Error('no client');
+    const store = await MilvusVectorStore.create({ ...opts, client });
+    created.add(store.collectionName);
+    return store;
+  };
+  // Leave nothing behind on the shared server.
+  const dropCreated = async () => {
+    for (const name of created) {
+      for (const c of [name, `${name}_docs`]) {
+        if ((await client?.hasCollection({ collection_name: c }))?.value) {
+          await client?.dropCollection({ collection_name: c });
         }
       }
-    },
-    { unsupportedDistances: ['l1'] },
-  );
+    }
+  };
+
+  runVectorStoreContract('Milvus (real server)', openStore, dropCreated, {
+    unsupportedDistances: ['l1'],
+  });
+  runStagedWriteContract('Milvus (real server)', openStore, dropCreated);
 });

@@ -17,6 +17,7 @@ import { compileExpr } from '../../support/fake-milvus/expr.js';
 import { type FakeMilvus, startFakeMilvus } from '../../support/fake-milvus/server.js';
 import { makeChunk, runVectorStoreContract } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
+import { runStagedWriteContract } from './staged-contract.js';
 
 let fake: FakeMilvus;
 let client: MilvusClient;
@@ -35,6 +36,10 @@ runVectorStoreContract(
   (opts) => MilvusVectorStore.create({ client, ...opts }),
   undefined,
   { unsupportedDistances: ['l1'] },
+);
+
+runStagedWriteContract('Milvus (fake server)', (opts) =>
+  MilvusVectorStore.create({ client, ...opts }),
 );
 
 describe('parseMilvusConfig', () => {
@@ -175,6 +180,7 @@ describe('MilvusVectorStore options', () => {
       ai4rag: 'chunks',
       embedding_model: 'model-a',
       distance: 'cosine',
+      schema: 2,
     });
     expect((await client.hasCollection({ collection_name: 'ai4rag_from_config' })).value).toBe(
       false,

@@ -53,7 +53,7 @@ export async function parsePdf(
 ): Promise<ParsedPdf> {
   const maxPages = options.maxPages ?? DEFAULT_MAX_PDF_PAGES;
   const maxTextChars = options.maxTextChars ?? DEFAULT_MAX_TEXT_CHARS;
-  checkPdfStreams(bytes, label, options.maxInflatedBytes ?? DEFAULT_MAX_PDF_INFLATED_BYTES);
+  await checkPdfStreams(bytes, label, options.maxInflatedBytes ?? DEFAULT_MAX_PDF_INFLATED_BYTES);
   try {
     // pdf.js may transfer (detach) the buffer it is given: hand it a copy.
     const proxy = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });

@@ -363,7 +363,7 @@ async function ingestPaths(
   const loadFailures = loaded.failures.filter((f) => !skippedFiles.includes(f));
   for (const f of skippedFiles) io.err(`skipped ${f.key}: ${f.message}`);
   for (const f of loadFailures) io.err(`failed ${f.key}: ${f.message}`);
-  // WARNINGS_PLACEHOLDER
+  for (const w of loaded.warnings ?? []) io.err(`warning: ${w.message}`);
   const progress = new ProgressLine(process.stderr, !opts.json);
   const summary = await ingestDocuments(loaded.documents, {
     store: session.store,

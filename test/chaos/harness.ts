@@ -6,12 +6,25 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import pg from 'pg';
 import { createChunker } from '../../shared/src/chunking/index.js';
 import type { ChunkingOptions } from '../../shared/src/chunking/types.js';
 import { loadDocuments } from '../../shared/src/documents/load.js';
 import { featureHashVector } from '../../shared/src/embeddings/feature-hash.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
-import type { VectorStore } from '../../shared/src/vectorstores/types.js';
+import type { PgVectorConfig } from '../../shared/src/vectorstores/config.js';
+import {
+  dropPgCollection,
+  PgVectorStore,
+} from '../../shared/src/vectorstores/pgvector/pgvector-store.js';
+import {
+  fromPgPool,
+  openPglite,
+  type SqlClient,
+} from '../../shared/src/vectorstores/sql-client.js';
+import type { IntegrityReport, VectorStore } from '../../shared/src/vectorstores/types.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai-server.js';
+import { clientOptions } from '../support/pg.js';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 /** Small chunks, so a modest corpus spans several embedding calls and several staged writes. */
@@ -228,4 +241,240 @@ export function lastJson<T>(run: CliRun): T {
       `no JSON on stdout (exit ${run.code}, signal ${run.signal}); stderr: ${run.stderr.slice(-2000)}`,
     );
   }
+}
+
+/** A place the CLI can ingest into, and a way to look at it between runs. */
+export interface Target {
+  name: string;
+  args: (collection: string) => string[];
+  env: Record<string, string | undefined>;
+  /** Opens the collection in this process, runs `fn`, closes it (PGlite: releases the data directory). */
+  inspect: <T>(collection: string, fn: (store: PgVectorStore) => Promise<T>) => Promise<T>;
+  cleanup: () => Promise<void>;
+}
+
+/** PGlite in `<root>/pglite` (the CLI's `--data-dir`). */
+export function pgliteTarget(root: string): Target {
+  const dataDir = join(root, 'pglite');
+  return {
+    name: 'PGlite',
+    args: (collection) => ['--store', 'pglite', '--data-dir', dataDir, '--collection', collection],
+    env: {},
+    inspect: async (collection, fn) => {
+      // The CLI keeps PGlite's files in <data-dir>/pglite.
+      const client = await openPglite({ dataDir: join(dataDir, 'pglite') });
+      try {
+        const store = await PgVectorStore.create({
+          client,
+          embedder: fakeEmbedder(),
+          collectionName: collection,
+          createIfMissing: false,
+        });
+        return await fn(store);
+      } finally {
+        await client.close();
+      }
+    },
+    cleanup: async () => undefined,
+  };
+}
+
+/** A PostgreSQL server; the collections the CLI wrote are dropped by `cleanup`. */
+export function pgTarget(config: PgVectorConfig): Target {
+  const pool = new pg.Pool({ ...clientOptions(config), max: 4 });
+  const client: SqlClient = fromPgPool(pool, { ownsPool: false });
+  const created = new Set<string>();
+  return {
+    name: 'PostgreSQL',
+    args: (collection) => {
+      created.add(collection);
+      return ['--store', 'pgvector', '--collection', collection];
+    },
+    env: {
+      PGVECTOR_HOST: config.host,
+      PGVECTOR_PORT: String(config.port),
+      PGVECTOR_DB: config.database,
+      PGVECTOR_USER: config.user,
+      ...(config.password !== undefined ? { PGVECTOR_PASSWORD: config.password } : {}),
+    },
+    inspect: async (collection, fn) => {
+      const store = await PgVectorStore.create({
+        client,
+        embedder: fakeEmbedder(),
+        collectionName: collection,
+        createIfMissing: false,
+      });
+      try {
+        return await fn(store);
+      } finally {
+        await store.close();
+      }
+    },
+    cleanup: async () => {
+      for (const c of created) await dropPgCollection(client, c);
+      await pool.end();
+    },
+  };
+}
+
+/** Where a kill lands: while the n-th embedding request of a run waits, or `delayMs` after its answer. */
+export interface KillPoint {
+  kind: 'embedding' | 'write';
+  ordinal: number;
+  delayMs: number;
+}
+
+/** Seeded kill points at the given embedding calls (1-based within a run). */
+export function killPoints(seed: number, count: number, ordinals: readonly number[]): KillPoint[] {
+  const rand = prng(seed);
+  return Array.from({ length: count }, (_, i) => ({
+    kind: i % 2 === 0 ? 'write' : 'embedding',
+    ordinal: ordinals[Math.floor(rand() * ordinals.length)] as number,
+    delayMs: Math.floor(rand() * 400),
+  }));
+}
+
+export const embeddingCalls = (fake: FakeOpenAI): number =>
+  fake.requests.filter((r) => r.path === '/v1/embeddings').length;
+
+/** 1-based positions, among the embedding requests since `from`, of the batch calls (more than one input). */
+export function batchCalls(fake: FakeOpenAI, from: number): number[] {
+  const calls = fake.requests.filter((r) => r.path === '/v1/embeddings').slice(from);
+  return calls.flatMap((r, i) => {
+    const input = (r.body as { input?: unknown } | undefined)?.input;
+    return Array.isArray(input) && input.length > 1 ? [i + 1] : [];
+  });
+}
+
+/** Fault hooks the fake embedding server calls (see `startChaosFake`). */
+export interface ChaosFake {
+  fake: FakeOpenAI;
+  onRequest: (ordinal: number) => void | Promise<void>;
+  afterResponse: (ordinal: number) => void;
+  reset(): void;
+}
+
+/** A fake OpenAI-compatible server whose embedding requests call replaceable hooks. */
+export async function startChaosFake(latencyMs = 0): Promise<ChaosFake> {
+  const hooks: ChaosFake = {
+    fake: undefined as unknown as FakeOpenAI,
+    onRequest: () => undefined,
+    afterResponse: () => undefined,
+    reset() {
+      hooks.onRequest = () => undefined;
+      hooks.afterResponse = () => undefined;
+    },
+  };
+  hooks.fake = await startFakeOpenAI({
+    latencyMs,
+    onEmbeddingRequest: (n) => hooks.onRequest(n),
+    afterEmbeddingResponse: (n) => hooks.afterResponse(n),
+  });
+  return hooks;
+}
+
+/** Runs `ai4rag ingest` of `dir` into a target's collection with the fake embedding model. */
+export function ingestWith(
+  target: Target,
+  chaos: ChaosFake,
+  dir: string,
+  collection: string,
+  extra: { onSpawn?: (c: ChildProcess) => void; rssFile?: string } = {},
+): Promise<CliRun> {
+  return runCli(
+    [
+      'ingest',
+      dir,
+      ...target.args(collection),
+      '--embedding',
+      FAKE_MODEL,
+      ...CHUNKING_ARGS,
+      '--json',
+    ],
+    {
+      env: { ...target.env, OPENAI_BASE_URL: chaos.fake.baseURL, OPENAI_API_KEY: 'test-key' },
+      ...extra,
+    },
+  );
+}
+
+/** One kill of a campaign: where, whether the child died of it, and what the invariants check found. */
+export interface KillResult {
+  point: KillPoint;
+  killed: boolean;
+  exitCode: number | null;
+  report: InvariantReport;
+}
+
+/** Outcome of {@link killCampaign}. */
+export interface CampaignResult {
+  kills: KillResult[];
+  final: CliRun;
+  finalReport: InvariantReport;
+  integrity: IntegrityReport;
+}
+
+/**
+ * Ingests version v1 of `docs` documents, then for each seeded point ingests a new version and SIGKILLs the child
+ * there, checking the invariants after each; then completes a last version and checks again (with the store's own
+ * integrity check).
+ */
+export async function killCampaign(options: {
+  target: Target;
+  chaos: ChaosFake;
+  root: string;
+  collection: string;
+  docs: number;
+  paragraphs: number;
+  kills: number;
+  seed: number;
+}): Promise<CampaignResult> {
+  const { target, chaos, collection } = options;
+  const keys = docKeys(options.docs);
+  const dir = join(options.root, `docs-${collection}`);
+  const versions: Versions = new Map();
+  const labels = new Map<string, string>();
+  const labelOf = (_k: string, h: string) => labels.get(h) ?? '?';
+  const writeVersion = async (label: string) => {
+    await writeCorpus(dir, label, keys, options.paragraphs);
+    const before = new Set([...versions.values()].flatMap((m) => [...m.keys()]));
+    await expectedVersions([dir], versions);
+    for (const m of versions.values())
+      for (const h of m.keys()) if (!before.has(h)) labels.set(h, label);
+  };
+  await writeVersion('v1');
+  const before = embeddingCalls(chaos.fake);
+  const first = await ingestWith(target, chaos, dir, collection);
+  if (first.code !== 0) throw new Error(`the first ingest failed: ${first.stderr.slice(-2000)}`);
+  const calls = batchCalls(chaos.fake, before);
+  const kills: KillResult[] = [];
+  for (const [i, point] of killPoints(options.seed, options.kills, calls).entries()) {
+    await writeVersion(`k${i}`);
+    let child: ChildProcess | undefined;
+    const at = point.ordinal + embeddingCalls(chaos.fake);
+    chaos.onRequest = (n) => {
+      if (point.kind === 'embedding' && n === at) child?.kill('SIGKILL');
+    };
+    chaos.afterResponse = (n) => {
+      if (point.kind === 'write' && n === at)
+        setTimeout(() => child?.kill('SIGKILL'), point.delayMs);
+    };
+    const run = await ingestWith(target, chaos, dir, collection, {
+      onSpawn: (c) => {
+        child = c;
+      },
+    });
+    chaos.reset();
+    const report = await target.inspect(collection, (store) =>
+      checkInvariants(store, versions, labelOf),
+    );
+    kills.push({ point, killed: run.signal === 'SIGKILL', exitCode: run.code, report });
+  }
+  await writeVersion('final');
+  const final = await ingestWith(target, chaos, dir, collection);
+  const end = await target.inspect(collection, async (store) => ({
+    report: await checkInvariants(store, versions, labelOf),
+    integrity: await store.checkIntegrity(),
+  }));
+  return { kills, final, finalReport: end.report, integrity: end.integrity };
 }

@@ -151,6 +151,42 @@ export interface HtmlParseOptions {
   maxDepth?: number;
 }
 
+/** Elements that never hold children. */
+const VOID_ELEMENTS = new Set(
+  'area base br col embed hr img input link meta param source track wbr'.split(' '),
+);
+/** Elements whose end tag may be omitted (the next sibling closes them): never counted as nesting. */
+const OPTIONAL_END = new Set(
+  'html head body p li dt dd tr td th option optgroup thead tbody tfoot colgroup caption rb rt rp rtc'.split(
+    ' ',
+  ),
+);
+const TAG = /<!--[\s\S]*?(?:-->|$)|<(\/?)([a-zA-Z][a-zA-Z0-9:-]*)\b[^>]*?(\/?)>/g;
+
+/**
+ * Whether the markup opens elements more than `limit` deep, read from the raw tags in one linear pass (before
+ * parsing: the parser takes quadratic time on 100,000 unclosed `<div>`s). Void elements, self-closing tags and
+ * elements whose end tag may be omitted are not counted; `script` and `style` contents are skipped.
+ */
+export function rawNestingExceeds(html: string, limit: number): boolean {
+  let depth = 0;
+  TAG.lastIndex = 0;
+  for (let m = TAG.exec(html); m !== null; m = TAG.exec(html)) {
+    const name = m[2]?.toLowerCase();
+    if (name === undefined) continue; // a comment
+    const closing = m[1] === '/';
+    if (!closing && (name === 'script' || name === 'style')) {
+      const end = html.toLowerCase().indexOf(`</${name}`, TAG.lastIndex);
+      TAG.lastIndex = end < 0 ? html.length : end;
+      continue;
+    }
+    if (VOID_ELEMENTS.has(name) || OPTIONAL_END.has(name) || m[3] === '/') continue;
+    if (closing) depth = Math.max(0, depth - 1);
+    else if (++depth > limit) return true;
+  }
+  return false;
+}
+
 /** True when an element sits more than `limit` elements deep; iterative, so any depth is safe. */
 function nestedDeeperThan(root: HTMLElement, limit: number): boolean {
   const stack: [Node, number][] = [[root, 0]];
@@ -176,6 +212,12 @@ function nestedDeeperThan(root: HTMLElement, limit: number): boolean {
  */
 export function parseHtml(html: string, options: HtmlParseOptions = {}): ParsedStructure {
   const maxDepth = options.maxDepth ?? DEFAULT_MAX_NESTING_DEPTH;
+  if (rawNestingExceeds(html, maxDepth)) {
+    throw new DocumentParseError(
+      'too_deep',
+      `${options.label ?? 'HTML'}: HTML nested deeper than ${maxDepth} elements; refused`,
+    );
+  }
   // node-html-parser keeps a doctype as a text node; it is never content.
   const root = parse(html.replace(/<!doctype[^>]*>/gi, ''), {
     comment: false,

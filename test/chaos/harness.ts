@@ -478,3 +478,43 @@ export async function killCampaign(options: {
   }));
   return { kills, final, finalReport: end.report, integrity: end.integrity };
 }
+
+/**
+ * Peak RSS `ai4rag ingest` may reach on the poison corpus with an existing PGlite data directory: about 510 MiB of
+ * Node, tsx and PGlite (measured: the same run over the good documents alone), plus the loaders' per-file bounds
+ * (shared/src/documents/README.md), with the bombs refused before they inflate.
+ */
+export const POISON_RSS_BOUND_BYTES = 768 * 1024 * 1024;
+
+/**
+ * Writes a poison corpus next to `good` good documents: a NUL-laden text (loads, stripped), a DOCX whose XML
+ * inflates to 300 MiB, one whose directory lies about it, a PDF stream bomb, HTML 100,000 elements deep and a
+ * .docx that is no zip. Returns the keys of the documents that must index and of the files that must fail.
+ */
+export async function writePoisonCorpus(
+  dir: string,
+  good: number,
+): Promise<{ indexable: string[]; failing: string[] }> {
+  const fixtures = await import('../unit/documents/bomb-fixtures.js');
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const keys = docKeys(good);
+  for (const [i, key] of keys.entries()) {
+    await writeFile(join(dir, key), documentText(key, 'good', 12, i));
+  }
+  const piece = Buffer.alloc(1024 * 1024, fixtures.wordParagraph('bomb'));
+  const bomb = fixtures.repeatedEntry('word/document.xml', piece, 300);
+  await writeFile(
+    join(dir, 'nul.txt'),
+    'Visitors sign in at the desk.\u0000\u0000 Badges go back on exit.\n',
+  );
+  await writeFile(join(dir, 'bomb.docx'), fixtures.minimalDocx(bomb));
+  await writeFile(join(dir, 'liar.docx'), fixtures.minimalDocx({ ...bomb, declaredSize: 4096 }));
+  await writeFile(join(dir, 'bomb.pdf'), fixtures.flateBombPdf(300));
+  await writeFile(join(dir, 'deep.html'), `<html><body>${'<div>'.repeat(100_000)}x</body></html>`);
+  await writeFile(join(dir, 'broken.docx'), 'not a zip archive');
+  return {
+    indexable: [...keys, 'nul.txt'],
+    failing: ['bomb.docx', 'liar.docx', 'bomb.pdf', 'deep.html', 'broken.docx'],
+  };
+}

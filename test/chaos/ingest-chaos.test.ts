@@ -4,7 +4,7 @@
  * seeded points, raced against a second writer, and fed an embedding outage. After each, the invariants are checked
  * independently of the store's own bookkeeping (see harness.ts). `npm run chaos` runs the same at a larger scale.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import {
   ingestWith,
   killCampaign,
   lastJson,
+  POISON_RSS_BOUND_BYTES,
   pgliteTarget,
   pgTarget,
   runCli,
@@ -26,6 +27,7 @@ import {
   type Target,
   type Versions,
   writeCorpus,
+  writePoisonCorpus,
 } from './harness.js';
 
 const pgConfig = await probePgServer(2000);
@@ -277,4 +279,65 @@ describe.skipIf(pgConfig === undefined)('two writers racing on one PostgreSQL co
     },
     180_000,
   );
+});
+
+describe('a poison corpus through `ai4rag ingest`', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'ai4rag-poison-cli-'));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('indexes every good document, fails each poison file with its reason, exits 1, within the memory bound', async () => {
+    // Prepare
+    const dir = join(root, 'docs');
+    const { indexable, failing } = await writePoisonCorpus(dir, 30);
+    const rssFile = join(root, 'rss');
+    const dataDir = join(root, 'data');
+    // PGlite's first start (initdb) alone peaks near 1 GB: create the data directory first, so the bound measures
+    // ingestion, not initdb.
+    const init = await runCli(['stats', '--data-dir', dataDir, '--collection', 'ai4rag_none']);
+    expect(init.code).toBe(1);
+    // Act
+    const run = await runCli(
+      ['ingest', dir, '--data-dir', dataDir, '--collection', 'ai4rag_poison', '--json'],
+      { rssFile },
+    );
+    // Assess
+    expect(run.code, run.stderr).toBe(1);
+    const summary = lastJson<{
+      indexed: number;
+      failed: number;
+      failures: { document: string; reason: string; message: string }[];
+    }>(run);
+    expect(summary.indexed).toBe(indexable.length);
+    expect(summary.failed).toBe(failing.length);
+    expect(Object.fromEntries(summary.failures.map((f) => [f.document, f.reason]))).toEqual({
+      'bomb.docx': 'bomb',
+      'liar.docx': 'bomb',
+      'bomb.pdf': 'bomb',
+      'deep.html': 'too_deep',
+      'broken.docx': 'corrupt',
+    });
+    for (const f of summary.failures) expect(f.message).toContain(f.document);
+    expect(run.stderr).toMatch(/warning: nul\.txt: stripped 2 NUL characters/);
+    const peak = Number(await readFile(rssFile, 'utf8'));
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(POISON_RSS_BOUND_BYTES);
+    const docs = await runCli([
+      'documents',
+      '--data-dir',
+      dataDir,
+      '--collection',
+      'ai4rag_poison',
+      '--json',
+    ]);
+    expect(
+      lastJson<{ documentId: string }[]>(docs)
+        .map((d) => d.documentId)
+        .sort(),
+    ).toEqual([...indexable].sort());
+  }, 120_000);
 });

@@ -12,9 +12,7 @@
  * PostgreSQL comes from PGVECTOR_HOST/PORT/DB/USER/PASSWORD, or is started with ../shared/tools/pg-with-pgvector
  * when running as root; without either, its rows are reported as skipped.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -36,6 +34,7 @@ import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
 import type { SearchParams } from '../shared/src/vectorstores/types.js';
+import { startPostgres } from './postgres.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DATA = resolve(ROOT, '../shared/data');
@@ -197,44 +196,6 @@ async function timeSearch(
     rawP50: percentile(raw, 50),
     rawP95: percentile(raw, 95),
   };
-}
-
-function startPostgres(): { env: Record<string, string>; stop: () => void } | undefined {
-  if (ENV.PGVECTOR_HOST) return { env: {}, stop: () => {} };
-  const tool = resolve(ROOT, '../shared/tools/pg-with-pgvector');
-  if (!existsSync(tool) || process.getuid?.() !== 0) return undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'ai4rag-bench-pg-'));
-  try {
-    const out = execFileSync(tool, ['55439', dir], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    const env: Record<string, string> = {};
-    for (const m of out.matchAll(/(PGVECTOR_[A-Z]+)=(\S*)/g)) env[m[1] as string] = m[2] as string;
-    return {
-      env,
-      stop: () => {
-        try {
-          execFileSync(
-            'su',
-            [
-              'postgres',
-              '-s',
-              '/bin/sh',
-              '-c',
-              `/usr/lib/postgresql/15/bin/pg_ctl -D '${dir}' -m fast stop`,
-            ],
-            { stdio: 'ignore' },
-          );
-        } finally {
-          rmSync(dir, { recursive: true, force: true });
-        }
-      },
-    };
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return undefined;
-  }
 }
 
 async function main(): Promise<void> {

@@ -41,8 +41,8 @@ describe('ai4rag CLI', () => {
     const ingest = capture();
     // Act
     const code = await main(['ingest', docs, '--data-dir', join(dir, 'data'), '--json'], ingest.io);
-    // Assess
-    expect(code).toBe(0);
+    // Assess: the good documents are committed, and the broken file makes the run fail
+    expect(code).toBe(1);
     const summary = JSON.parse(ingest.out.at(-1) ?? '{}');
     expect(summary).toMatchObject({ documents: 2, indexed: 2, unchanged: 0, failed: 1 });
     expect(summary.failures[0]).toMatchObject({ document: 'broken.pdf', reason: 'corrupt' });
@@ -66,8 +66,9 @@ describe('ai4rag CLI', () => {
 
   it('does no embedding work when re-run over unchanged files', async () => {
     const again = capture();
+    // Still 1: broken.pdf is still there and still fails.
     expect(await main(['ingest', docs, '--data-dir', join(dir, 'data'), '--json'], again.io)).toBe(
-      0,
+      1,
     );
     const summary = JSON.parse(again.out.at(-1) ?? '{}');
     expect(summary).toMatchObject({ indexed: 0, unchanged: 2, chunksEmbedded: 0 });

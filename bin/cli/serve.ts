@@ -259,7 +259,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           key,
           ingested: false,
           status: 'failed',
-          error: { code: 'unprocessable_document', message: status.error ?? 'the document failed to index' },
+          error: {
+            code: 'unprocessable_document',
+            message: status.error ?? 'the document failed to index',
+          },
         }),
       );
     }

@@ -109,14 +109,22 @@ describe('ai4rag serve over 127.0.0.1', () => {
   });
   it('answers 422 naming the reason for a broken re-upload, and keeps serving the previous version', async () => {
     // Prepare
-    const good = await upload('guide.html', '<html><body><p>The parking garage closes at nine.</p></body></html>');
+    const good = await upload(
+      'guide.html',
+      '<html><body><p>The parking garage closes at nine.</p></body></html>',
+    );
     expect(good.status).toBe(200);
     // Act: the same key replaced by a page nested far too deep, and a .docx that is no zip
-    const deep = await upload('guide.html', `<html><body>${'<div>'.repeat(100_000)}x</body></html>`);
+    const deep = await upload(
+      'guide.html',
+      `<html><body>${'<div>'.repeat(100_000)}x</body></html>`,
+    );
     const broken = await upload('broken.docx', 'this is not a zip archive');
     // Assess
     expect(deep.status).toBe(422);
-    expect(((await deep.json()) as { error: { message: string } }).error.message).toContain('guide.html');
+    expect(((await deep.json()) as { error: { message: string } }).error.message).toContain(
+      'guide.html',
+    );
     expect(broken.status).toBe(422);
     const body = (await broken.json()) as { status: string; error: { message: string } };
     expect(body.status).toBe('failed');
@@ -132,7 +140,10 @@ describe('ai4rag serve over 127.0.0.1', () => {
 
   it('indexes a text upload holding NUL bytes (stripped), with no 500', async () => {
     // Act
-    const res = await upload('nul.txt', 'Visitors sign in at the front desk.\u0000 Badges are returned on exit.\n');
+    const res = await upload(
+      'nul.txt',
+      'Visitors sign in at the front desk.\u0000 Badges are returned on exit.\n',
+    );
     // Assess
     expect(res.status).toBe(200);
     const search = await call('/search', {

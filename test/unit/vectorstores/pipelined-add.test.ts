@@ -72,6 +72,10 @@ describe('PgVectorStore.addChunks (pipelined embedding and writing)', () => {
     expect((await store.checkIntegrity()).liveWrites.map((w) => w.chunks)).toEqual([1024]);
     // Aborting removes it
     expect(await store.abortWrite(version)).toBe(1024);
-    expect(await store.checkIntegrity()).toMatchObject({ clean: true, orphanChunks: 0, liveWrites: [] });
+    expect(await store.checkIntegrity()).toMatchObject({
+      clean: true,
+      orphanChunks: 0,
+      liveWrites: [],
+    });
   });
 });

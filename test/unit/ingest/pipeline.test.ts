@@ -141,9 +141,9 @@ describe('ingestDocuments', () => {
     );
     const sizes: number[] = [];
     const original = store.addChunks.bind(store);
-    store.addChunks = async (chunks) => {
+    store.addChunks = async (chunks, options) => {
       sizes.push(chunks.length);
-      return original(chunks);
+      return original(chunks, options);
     };
     const seen: number[] = [];
     // Act
@@ -157,5 +157,72 @@ describe('ingestDocuments', () => {
     expect(INGEST_BATCH_CHUNKS).toBe(4096);
     expect(sizes).toEqual([4500, 500]);
     expect(seen).toEqual([9, 10, 10]);
+  });
+  it('keeps stored documents under a folder that could not be read, and says why', async () => {
+    // Prepare
+    const store = new MemoryStore();
+    await ingestDocuments(
+      [doc('a.txt', 'one'), doc('sub/b.txt', 'two'), doc('sub2/c.txt', 'three')],
+      {
+        store,
+        chunking,
+        chunk: byLine,
+      },
+    );
+    // Act: `sub` was unreadable this time (its failure key is the folder), `sub2` is gone
+    const summary = await ingestDocuments([doc('a.txt', 'one')], {
+      store,
+      chunking,
+      chunk: byLine,
+      prune: true,
+      keep: ['sub'],
+    });
+    // Assess
+    expect(summary.pruned).toEqual(['sub2/c.txt']);
+    expect(summary.kept).toEqual([
+      { documentId: 'sub/b.txt', reason: 'folder sub could not be read this time' },
+    ]);
+    expect([...store.documents.keys()].sort()).toEqual(['a.txt', 'sub/b.txt']);
+  });
+
+  it('fails only the document the store rejects; its neighbours in the batch are indexed', async () => {
+    // Prepare: the store refuses any chunk of one document (poison), whatever it is batched with
+    const store = new MemoryStore();
+    const original = store.addChunks.bind(store);
+    store.addChunks = async (chunks, options) => {
+      if (chunks.some((c) => c.text.includes('POISON'))) throw new Error('invalid byte sequence');
+      return original(chunks, options);
+    };
+    // Act
+    const summary = await ingestDocuments(
+      [doc('a.txt', 'one'), doc('bad.txt', 'POISON'), doc('c.txt', 'three')],
+      { store, chunking, chunk: byLine },
+    );
+    // Assess
+    expect(summary.documents).toEqual([
+      { documentId: 'a.txt', status: 'indexed', chunks: 1 },
+      { documentId: 'bad.txt', status: 'failed', chunks: 0, error: 'invalid byte sequence' },
+      { documentId: 'c.txt', status: 'indexed', chunks: 1 },
+    ]);
+    expect([...store.documents.keys()].sort()).toEqual(['a.txt', 'c.txt']);
+    expect((await store.checkIntegrity()).clean).toBe(true);
+  });
+
+  it('stops retrying document by document when every attempt fails the same way (an outage)', async () => {
+    // Prepare
+    const store = new MemoryStore();
+    let calls = 0;
+    store.addChunks = async () => {
+      calls += 1;
+      throw new Error('503 service unavailable');
+    };
+    const docs = Array.from({ length: 20 }, (_, i) => doc(`d${i}.txt`, `text ${i}`));
+    // Act
+    const summary = await ingestDocuments(docs, { store, chunking, chunk: byLine });
+    // Assess: the batch, then two single documents, then no more calls
+    expect(calls).toBe(3);
+    expect(summary.documents.every((d) => d.status === 'failed')).toBe(true);
+    expect(summary.documents).toHaveLength(20);
+    expect((await store.checkIntegrity()).liveWrites).toEqual([]);
   });
 });

@@ -221,6 +221,20 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
       }
     });
 
+    it('counts rows not yet folded into the statistics when deciding on the index (vector searches only)', async () => {
+      // Prepare: exactly annMinRows rows, and no keyword search to fold the statistics log
+      const store = await create({ annMinRows: BM25_CORPUS.length });
+      try {
+        await store.addChunks(BM25_CORPUS);
+        // Act
+        await store.search('protein', { k: 2, searchMode: 'vector' });
+        // Assess
+        expect((await store.stats()).annIndex).toBe(true);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('does not build an index below annMinRows', async () => {
       // Prepare
       const store = await create({ annMinRows: 100 });

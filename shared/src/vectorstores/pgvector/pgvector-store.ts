@@ -1039,7 +1039,13 @@ export class PgVectorStore implements VectorStore {
       }
       return;
     }
-    const reg = await this.lockRegistry(this.client, false);
+    // The registry's count plus the changes still in the log (folded only before keyword searches).
+    const rows = await this.client.query<{ n: number }>(
+      `SELECT (r.chunk_count + COALESCE((SELECT sum(delta) FROM ${this.dfLog} WHERE term = ${N_TERM}), 0))::float8 AS n
+       FROM ${REGISTRY_TABLE} r WHERE r.name = $1`,
+      [this.key],
+    );
+    const reg = { n: Number(rows.rows[0]?.n ?? 0) };
     if (reg.n < this.annMinRows) return;
     await this.exclusive(async () => {
       if (this.annIndex) return;

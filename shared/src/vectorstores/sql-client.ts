@@ -58,13 +58,59 @@ async function pgCopy(
   return Number(stream.rowCount ?? 0);
 }
 
+/** SQLSTATE classes and socket codes of a connection lost before or between statements. */
+const CONNECTION_LOST = /^(08|57P0[123])/;
+const SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'ENOTCONN']);
+
+/** Whether an error means the connection was lost (not that the statement was wrong). */
+export function isConnectionError(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (CONNECTION_LOST.test(code) || SOCKET_CODES.has(code)) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|connection is closed|Client has encountered a connection error/i.test(
+    message,
+  );
+}
+
+/** Options of {@link fromPgPool}. */
+export interface PgPoolClientOptions {
+  /** `close()` ends the pool. @default false */
+  ownsPool?: boolean;
+  /**
+   * Told about errors of idle pooled connections (a proxy or server closing them: RDS Proxy does after its idle
+   * timeout). Without a listener such an error is an uncaught exception that kills the process; the pool drops the
+   * connection either way. @default ignore
+   */
+  onIdleError?: (error: Error) => void;
+}
+
 /**
  * Adapts a `pg.Pool`. A transaction checks out one client and runs BEGIN/COMMIT (ROLLBACK on error), always
- * releasing it. `close()` ends the pool only when `ownsPool`.
+ * releasing it. `close()` ends the pool only when `ownsPool`. Idle-connection errors are handled (see
+ * {@link PgPoolClientOptions.onIdleError}). A connection lost at checkout or BEGIN is replaced once; a transaction
+ * whose connection is lost after BEGIN is never re-run (the server rolls it back; the caller sees the error); a
+ * single statement outside a transaction is tried once more.
  * @example const client = fromPgPool(new pg.Pool({ max: 5 }), { ownsPool: true });
  */
-export function fromPgPool(pool: pg.Pool, options: { ownsPool?: boolean } = {}): SqlClient {
+export function fromPgPool(pool: pg.Pool, options: PgPoolClientOptions = {}): SqlClient {
   const ownsPool = options.ownsPool ?? false;
+  const onIdleError = options.onIdleError ?? (() => undefined);
+  pool.on('error', (error: Error) => onIdleError(error));
+  /** Checks out a client whose connection answers, retrying once when the first one is dead. */
+  const checkout = async (): Promise<pg.PoolClient> => {
+    for (let attempt = 0; ; attempt++) {
+      let c: pg.PoolClient | undefined;
+      try {
+        c = await pool.connect();
+        await c.query('BEGIN');
+        return c;
+      } catch (error: unknown) {
+        c?.release(error instanceof Error ? error : true);
+        if (attempt > 0 || !isConnectionError(error)) throw error;
+      }
+    }
+  };
   const onClient = (c: pg.PoolClient): SqlClient => ({
     dialect: 'postgres',
     copyFrom: (table, columns, data) => pgCopy(c, table, columns, data),
@@ -89,14 +135,22 @@ export function fromPgPool(pool: pg.Pool, options: { ownsPool?: boolean } = {}):
       }
     },
     async query<R>(text: string, params?: unknown[]) {
-      const res = await pool.query(text, params);
-      return { rows: res.rows as R[] };
+      // One statement outside a transaction: tried once more on a fresh connection when its connection was lost
+      // (a container thawed after the proxy closed it). The store's autocommit statements are reads or idempotent
+      // upserts, so a second run is harmless even if the first reached the server.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const res = await pool.query(text, params);
+          return { rows: res.rows as R[] };
+        } catch (error: unknown) {
+          if (attempt > 0 || !isConnectionError(error)) throw error;
+        }
+      }
     },
     async transaction<T>(fn: (tx: SqlClient) => Promise<T>) {
-      const c = await pool.connect();
+      const c = await checkout();
       let broken: Error | undefined;
       try {
-        await c.query('BEGIN');
         try {
           const out = await fn(onClient(c));
           await c.query('COMMIT');

@@ -44,9 +44,10 @@ import type { Runtime } from './runtime.js';
 export const EMBED_CALL_TEXTS = 1024;
 /**
  * Lease of a document version's staged write: its embed messages may wait in the queue (retries, throttling) this
- * long after the last one was handled before the write is presumed abandoned and swept with its chunks.
+ * long after the last one was handled before the write is presumed abandoned and swept with its chunks — the
+ * queues' retention (4 days), so only a redrive from a dead-letter queue can arrive later (and is then reported).
  */
-export const KB_WRITE_LEASE_SECONDS = 24 * 3600;
+export const KB_WRITE_LEASE_SECONDS = 4 * 24 * 3600;
 
 /** What an S3 notification says of the event besides the key. */
 export interface ObjectEvent {
@@ -503,6 +504,35 @@ async function finishDocument(
   return false;
 }
 
+/**
+ * A message of a write that has ended: nothing to do when the version was committed (a redelivery); otherwise the
+ * write was swept after its lease lapsed (its messages waited longer than {@link KB_WRITE_LEASE_SECONDS}, e.g. a
+ * late DLQ redrive), so the document is marked `failed` saying so, instead of staying `pending`.
+ */
+async function reportEnded(
+  rt: Runtime,
+  store: VectorStore,
+  version: string,
+  manifest: BatchManifest | undefined,
+): Promise<void> {
+  if (manifest === undefined) return;
+  if ((await store.getDocument(manifest.documentId))?.version === version) return;
+  const status = await readStatus(rt.objectStore, manifest.collection, manifest.documentId);
+  if (status?.status !== 'pending' || status.contentHash !== manifest.contentHash) return;
+  await markFailed(
+    rt,
+    manifest.collection,
+    manifest.documentId,
+    String(manifest.record.metadata?.source_key ?? manifest.documentId),
+    `${manifest.documentId}: its write lapsed before all its batches were stored (messages delayed past ` +
+      `${KB_WRITE_LEASE_SECONDS / 3600} h); upload the object again to index it`,
+    {
+      contentHash: manifest.contentHash,
+      ...(manifest.sequencer !== undefined && { sequencer: manifest.sequencer }),
+    },
+  );
+}
+
 /** Result of {@link embedBatch}. */
 export interface EmbedBatchResult {
   batchKey: string;
@@ -545,9 +575,9 @@ export async function embedBatch(
     try {
       await store.beginWrite({ version, leaseSeconds: KB_WRITE_LEASE_SECONDS });
     } catch (error) {
-      if (error instanceof WriteEndedError)
-        return { ...base, chunks: 0, committed: false, skipped: 'ended' };
-      throw error;
+      if (!(error instanceof WriteEndedError)) throw error;
+      await reportEnded(rt, store, version, manifest);
+      return { ...base, chunks: 0, committed: false, skipped: 'ended' };
     }
   }
   const records: EmbeddedChunk[] = [];
@@ -560,8 +590,10 @@ export async function embedBatch(
     }
     await store.upsert(records, version === undefined ? {} : { version });
   } catch (error) {
-    if (error instanceof WriteEndedError)
+    if (error instanceof WriteEndedError) {
+      await reportEnded(rt, store, version as string, manifest);
       return { ...base, chunks: 0, committed: false, skipped: 'ended' };
+    }
     if (version === undefined || manifest === undefined || !isPoisonError(error)) throw error;
     await store.abortWrite(version);
     await markFailed(

@@ -248,4 +248,23 @@ describe('knowledge-base flow integrity', () => {
     expect((await s.stats()).chunks).toBe(0);
     expect(await readStatus(rt.objectStore, COLLECTION, 'rec-1')).toBeUndefined();
   });
+  it('marks a document failed, not pending, when its batches arrive after its write was swept', async () => {
+    // Prepare: the version's write ends before its batches are embedded (what a sweep does after the lease)
+    objects.set('leave.md', LEAVE_POLICY);
+    const batches = await upToEmbed(s3Event('ObjectCreated:Put', 'leave.md', '3000'));
+    const s = await store();
+    const version = (await readChunkBatch(rt.objectStore, JSON.parse(batches[0] ?? '').batchKey))
+      .version;
+    await s.abortWrite(version as string);
+    // Act: a late redrive
+    const out = await deliver(batches);
+    // Assess
+    expect(out.batchItemFailures).toEqual([]);
+    expect(await readStatus(rt.objectStore, COLLECTION, 'leave.md')).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('upload the object again'),
+    });
+    expect(await s.getDocument('leave.md')).toBeUndefined();
+    expect(await s.checkIntegrity()).toMatchObject({ clean: true, orphanChunks: 0 });
+  });
 });

@@ -72,6 +72,8 @@ Commands:
   eval-retrieval          score retrieval on a corpus + benchmark (recall@k, MRR@10, nDCG@10)
   documents               list the documents of a collection
   stats                   collection statistics
+  index [--force]         build the collection's ANN (HNSW) index now, concurrently on PostgreSQL
+                          (ingest does it at its end once the collection has 20,000 chunks; searches never do)
   check [--repair]        verify a collection's integrity: no orphaned or half-written chunks, every document's
                           chunks match its record, no abandoned write; --repair fixes what it finds
                           (exit 0 clean, 1 problems left)
@@ -208,6 +210,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdStats(parse(rest, INDEXING), io);
       case 'check':
         return await cmdCheck(parse(rest, { ...INDEXING, repair: { type: 'boolean' } }), io);
+      case 'index':
+        return await cmdIndex(parse(rest, { ...INDEXING, force: { type: 'boolean' } }), io);
       case 'ask':
         return await cmdAsk(parse(rest, { ...INDEXING, ...RETRIEVAL, ...ASK_OPTIONS }), io);
       case 'score':
@@ -386,6 +390,12 @@ async function ingestPaths(
     if (d.status === 'superseded') io.err(`not stored ${d.documentId}: ${d.error}`);
   }
   for (const k of summary.kept) io.err(`kept ${k.documentId}: ${k.reason}`);
+  if (summary.index) {
+    io.err(`HNSW index built over ${summary.index.rows} chunks in ${summary.index.seconds}s`);
+  }
+  if (summary.indexError) {
+    io.err(`warning: index not built (${summary.indexError}); run "ai4rag index" later`);
+  }
   const count = (status: string) => summary.documents.filter((d) => d.status === status).length;
   return {
     collection: session.store.collectionName,
@@ -398,6 +408,7 @@ async function ingestPaths(
     chunksEmbedded: summary.chunksStored,
     pruned: summary.pruned,
     kept: summary.kept,
+    ...(summary.index && { index: summary.index }),
     failures: [
       ...loadFailures.map((f) => ({ document: f.key, reason: f.reason, message: f.message })),
       ...summary.documents
@@ -621,6 +632,25 @@ function describeIntegrity(r: IntegrityReport): string[] {
     );
   }
   return lines;
+}
+
+async function cmdIndex(p: Parsed, io: Io): Promise<number> {
+  return withSession(
+    p,
+    async ({ store }) => {
+      if (!store.buildIndex) {
+        io.out(`${store.collectionName}: this store indexes at creation; nothing to build`);
+        return 0;
+      }
+      const r = await store.buildIndex({ force: flag(p, 'force') });
+      if (flag(p, 'json')) io.out(JSON.stringify({ collection: store.collectionName, ...r }));
+      else if (r.built) {
+        io.out(`${store.collectionName}: HNSW index built over ${r.rows} chunks in ${r.seconds}s`);
+      } else io.out(`${store.collectionName}: no index built — ${r.reason}`);
+      return 0;
+    },
+    READER,
+  );
 }
 
 async function cmdCheck(p: Parsed, io: Io): Promise<number> {

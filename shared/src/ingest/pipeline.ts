@@ -2,6 +2,7 @@ import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import type { LoadedDocument } from '../documents/types.js';
 import type {
   DocumentRecord,
+  IndexBuildResult,
   VectorStore,
   VersionedCommit,
   WriteOutcome,
@@ -44,6 +45,11 @@ export interface IngestOptions {
   readAt?: string;
   /** Lease of each staged write, in seconds (see `VectorStore.beginWrite`). */
   leaseSeconds?: number;
+  /**
+   * Build the store's ANN index at the end once the collection is large enough (`VectorStore.buildIndex`), so no
+   * search ever waits for it. @default true
+   */
+  buildIndex?: boolean;
 }
 
 /** Outcome per document. */
@@ -61,6 +67,10 @@ export interface IngestSummary extends IngestProgress {
   pruned: string[];
   /** Stored documents not among `docs` that `prune` kept, and why (their file or a folder above it was unreadable). */
   kept: { documentId: string; reason: string }[];
+  /** The index build at the end, when one ran (absent: the store has none to build, or it already exists). */
+  index?: IndexBuildResult;
+  /** Why the index build at the end failed (the documents are committed; searches scan exactly meanwhile). */
+  indexError?: string;
 }
 
 /** Consecutive single-document retries failing with one error after which the cause is taken as systemic. */
@@ -257,5 +267,23 @@ export async function ingestDocuments(
       pruned.push(id);
     }
   }
-  return { ...progress, documents: results, pruned, kept };
+  let index: IndexBuildResult | undefined;
+  let indexError: string | undefined;
+  if (options.buildIndex !== false && store.buildIndex && progress.chunksStored > 0) {
+    // Every document is committed already: a failed build (a lock timeout) costs only speed; searches scan exactly.
+    try {
+      const r = await store.buildIndex();
+      if (r.built) index = r;
+    } catch (error) {
+      indexError = (error as Error).message;
+    }
+  }
+  return {
+    ...progress,
+    documents: results,
+    pruned,
+    kept,
+    ...(index && { index }),
+    ...(indexError !== undefined && { indexError }),
+  };
 }

@@ -26,6 +26,11 @@ export interface SqlClient {
    * `pgvector/copy-binary.ts`). Identifiers must already be validated and quoted. Returns the rows loaded.
    */
   copyFrom?(table: string, columns: readonly string[], data: Uint8Array): Promise<number>;
+  /**
+   * Runs `fn` on one connection outside any transaction (session settings such as `SET lock_timeout` then apply to
+   * its statements, and `CREATE INDEX CONCURRENTLY` is allowed). Optional: clients without it run `fn` on themselves.
+   */
+  session?<T>(fn: (c: SqlClient) => Promise<T>): Promise<T>;
 }
 
 function copySql(table: string, columns: readonly string[], source: string): string {
@@ -167,6 +172,19 @@ export function fromPgPool(pool: pg.Pool, options: PgPoolClientOptions = {}): Sq
       } finally {
         // A connection whose ROLLBACK failed is destroyed rather than returned to the pool.
         c.release(broken);
+      }
+    },
+    async session<T>(fn: (c: SqlClient) => Promise<T>) {
+      const c = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        return await fn(onClient(c));
+      } catch (error: unknown) {
+        // Session settings may be left behind: such a connection is not returned to the pool.
+        broken = error instanceof Error ? error : new Error(String(error));
+        throw error;
+      } finally {
+        c.release(broken ?? true);
       }
     },
     async close() {

@@ -112,6 +112,24 @@ export interface DeleteDocumentOptions {
   sequencer?: string;
 }
 
+/** Options of {@link VectorStore.buildIndex}. */
+export interface BuildIndexOptions {
+  /** Build even below the threshold. @default false */
+  force?: boolean;
+  /** Give up when a lock is not granted within this many milliseconds (the build is retried later). @default 5000 */
+  lockTimeoutMs?: number;
+}
+
+/** What {@link VectorStore.buildIndex} did. */
+export interface IndexBuildResult {
+  built: boolean;
+  /** Rows in the collection when it decided. */
+  rows: number;
+  seconds: number;
+  /** Why it did not build (`exists`, `below threshold …`, `dimension …`), or how it built. */
+  reason: string;
+}
+
 /** Result of {@link VectorStore.checkIntegrity}. */
 export interface IntegrityReport {
   collection: string;
@@ -175,6 +193,13 @@ export interface VectorStore {
   deleteDocument(documentId: string, options?: DeleteDocumentOptions): Promise<number>;
   /** Verifies I1–I2 (orphans, incomplete or mismatched documents, lapsed writes); with `repair`, fixes them. */
   checkIntegrity(options?: { repair?: boolean }): Promise<IntegrityReport>;
+  /**
+   * Builds the ANN index when the collection has reached the store's threshold (or with `force`), without blocking
+   * readers or writers where the database allows (`CREATE INDEX CONCURRENTLY` on a PostgreSQL server). Searches never
+   * build an index; ingestion calls this at its end, and `ai4rag index` on demand. Optional: stores that index at
+   * creation (Milvus) lack it.
+   */
+  buildIndex?(options?: BuildIndexOptions): Promise<IndexBuildResult>;
   search(query: string, params: SearchParams): Promise<SearchHit[]>;
   /** Chunks of one document with sequence_number in [from, to], ordered by sequence_number. */
   getChunksBySequence(documentId: string, from: number, to: number): Promise<SearchHit[]>;

@@ -226,3 +226,46 @@ describe('ingestDocuments', () => {
     expect((await store.checkIntegrity()).liveWrites).toEqual([]);
   });
 });
+
+describe('ingestDocuments and the ANN index', () => {
+  it('builds the index at the end of an ingestion that reaches the threshold, once', async () => {
+    // Prepare
+    const { openPglite } = await import('../../../shared/src/vectorstores/sql-client.js');
+    const { PgVectorStore } = await import(
+      '../../../shared/src/vectorstores/pgvector/pgvector-store.js'
+    );
+    const { createHashEmbedder } = await import('../vectorstores/fake-embedder.js');
+    const store = await PgVectorStore.create({
+      client: await openPglite({}),
+      embedder: createHashEmbedder(),
+      collectionName: 'ai4rag_pipeline_index',
+      annMinRows: 5,
+      ownsClient: true,
+    });
+    try {
+      const small = await ingestDocuments([doc('a.txt', 'one\ntwo')], {
+        store,
+        chunking,
+        chunk: byLine,
+      });
+      // Act
+      const big = await ingestDocuments([doc('b.txt', 'three\nfour\nfive\nsix')], {
+        store,
+        chunking,
+        chunk: byLine,
+      });
+      const more = await ingestDocuments([doc('c.txt', 'seven')], {
+        store,
+        chunking,
+        chunk: byLine,
+      });
+      // Assess
+      expect(small.index).toBeUndefined();
+      expect(big.index).toMatchObject({ built: true, rows: 6, reason: 'built' });
+      expect(more.index).toBeUndefined();
+      expect((await store.stats()).annIndex).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});

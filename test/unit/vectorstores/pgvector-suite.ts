@@ -195,18 +195,23 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
       }
     });
 
-    it('builds the HNSW index lazily once annMinRows is reached and still answers correctly', async () => {
+    it('never builds an index in a search; buildIndex builds it once annMinRows is reached and search uses it', async () => {
       // Prepare
       const logs: string[] = [];
       const store = await create({ annMinRows: 0, logger: (m) => logs.push(m), distance: 'l2' });
       try {
         await store.addChunks(BM25_CORPUS);
-        const before = (await store.stats()).annIndex;
+        await store.search('protein', { k: 2 });
+        const afterSearch = (await store.stats()).annIndex;
         // Act
+        const build = await store.buildIndex();
+        const again = await store.buildIndex();
         const hits = await store.search(BM25_CORPUS[4]?.text ?? '', { k: 3 });
         const filtered = await store.search('protein', { k: 5, filter: { document_id: 'k3' } });
         // Assess
-        expect(before).toBe(false);
+        expect(afterSearch).toBe(false);
+        expect(build).toMatchObject({ built: true, rows: BM25_CORPUS.length, reason: 'built' });
+        expect(again).toMatchObject({ built: false, reason: 'exists' });
         expect((await store.stats()).annIndex).toBe(true);
         expect(hits[0]?.id).toBe('k2#2');
         expect(filtered.map((h) => h.id).sort()).toEqual(['k3#1', 'k3#2']);
@@ -221,29 +226,74 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
       }
     });
 
-    it('counts rows not yet folded into the statistics when deciding on the index (vector searches only)', async () => {
+    it('counts rows not yet folded into the statistics when deciding on the index', async () => {
       // Prepare: exactly annMinRows rows, and no keyword search to fold the statistics log
       const store = await create({ annMinRows: BM25_CORPUS.length });
       try {
         await store.addChunks(BM25_CORPUS);
         // Act
-        await store.search('protein', { k: 2, searchMode: 'vector' });
+        const r = await store.buildIndex();
         // Assess
+        expect(r.built).toBe(true);
         expect((await store.stats()).annIndex).toBe(true);
       } finally {
         await store.close();
       }
     });
 
-    it('does not build an index below annMinRows', async () => {
+    it('answers searches correctly while the index is being built, and after', async () => {
+      // Prepare: 2,000 distinct chunks; each query is a chunk's own text, so its chunk must come first
+      const chunks = Array.from({ length: 2000 }, (_, i) =>
+        makeChunk(
+          `doc${i % 40}`,
+          i,
+          `w${i} x${(i * 31) % 2003} y${(i * 17) % 1999} z${(i * 7) % 1993}`,
+        ),
+      );
+      const store = await create({
+        annMinRows: 0,
+        embedder: createHashEmbedder({ dimension: 256 }),
+      });
+      try {
+        await store.addChunks(chunks);
+        const probe = async () => {
+          for (const i of [3, 250, 777, 1500, 1999]) {
+            const hits = await store.search((chunks[i] as AI4RAGChunk).text, {
+              k: 3,
+              searchMode: 'vector',
+            });
+            expect(hits[0]?.id).toBe((chunks[i] as AI4RAGChunk).id);
+          }
+        };
+        // Act
+        const building = store.buildIndex();
+        await probe();
+        const result = await building;
+        await probe();
+        // Assess
+        expect(result.built).toBe(true);
+        expect((await store.stats()).annIndex).toBe(true);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('does not build an index below annMinRows, unless forced', async () => {
       // Prepare
       const store = await create({ annMinRows: 100 });
       try {
         await store.addChunks(BM25_CORPUS);
         // Act
-        await store.search('protein', { k: 2 });
+        const below = await store.buildIndex();
+        const stillNone = (await store.stats()).annIndex;
+        const forced = await store.buildIndex({ force: true });
         // Assess
-        expect((await store.stats()).annIndex).toBe(false);
+        expect(below).toMatchObject({
+          built: false,
+          reason: `below threshold (${BM25_CORPUS.length} of 100 rows): exact scan`,
+        });
+        expect(stillNone).toBe(false);
+        expect(forced.built).toBe(true);
       } finally {
         await store.close();
       }

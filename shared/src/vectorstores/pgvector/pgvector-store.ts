@@ -26,6 +26,7 @@ import {
 } from '../staged.js';
 import type {
   BeginWriteOptions,
+  BuildIndexOptions,
   CollectionStats,
   CommitRefusal,
   DeleteDocumentOptions,
@@ -33,6 +34,7 @@ import type {
   DocumentCommit,
   DocumentRecord,
   EmbeddedChunk,
+  IndexBuildResult,
   IntegrityReport,
   MetadataFilter,
   SearchHit,
@@ -52,6 +54,11 @@ import {
   termId,
 } from './bm25.js';
 import { type ChunkRow as CopyRow, encodeChunkRows, encodeInt4Pairs } from './copy-binary.js';
+
+/** How often a store without an ANN index asks the catalogue whether one was built meanwhile. */
+const ANN_RECHECK_MS = 30_000;
+/** `maintenance_work_mem` of an index build: HNSW builds slow down sharply once the graph outgrows it. */
+const INDEX_BUILD_MEMORY = '256MB';
 
 /** Rows per upsert statement (ai4rag's PGVector batch size). */
 export const UPSERT_BATCH_SIZE = 1024;
@@ -106,7 +113,10 @@ export interface PgVectorStoreOptions {
   collectionName?: string;
   /** @default 'cosine' */
   distance?: DistanceMetric;
-  /** Build the HNSW index lazily once the collection holds at least this many rows. @default 20000 */
+  /**
+   * Rows from which `buildIndex` (called at the end of an ingestion, or by `ai4rag index`) builds the HNSW index;
+   * searches below it, or before the index exists, scan exactly. Searches never build it. @default 20000
+   */
   annMinRows?: number;
   /** Candidates taken from each side of a hybrid search (at least k). @default 100 */
   hybridCandidates?: number;
@@ -339,6 +349,10 @@ export class PgVectorStore implements VectorStore {
   private readonly logger: (message: string) => void;
   private readonly ownsClient: boolean;
   private annIndex = false;
+  /** When the catalogue was last asked whether another process built the index (ms since the epoch). */
+  private annCheckedAt = 0;
+  /** The server is PGlite (directly or over pglite-socket): no concurrent index builds. */
+  private pglite = false;
   /** Whether bulk writes use the client's binary COPY (not through pglite-socket, whose protocol lacks it). */
   private useCopy = false;
   private iterativeScan = false;
@@ -534,10 +548,12 @@ export class PgVectorStore implements VectorStore {
       `SELECT 1 AS one FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`,
       [this.hnswIndex.slice(1, -1)],
     );
-    this.annIndex = idx.rows.length > 0;
+    this.annIndex = idx.rows.length > 0 && (await this.annIndexValid());
+    this.annCheckedAt = Date.now();
+    const serverVersion = await c.query<{ v: string }>('SELECT version() AS v');
+    this.pglite = c.dialect === 'pglite' || String(serverVersion.rows[0]?.v).includes('PGlite');
     if (c.copyFrom !== undefined) {
-      const version = await c.query<{ v: string }>('SELECT version() AS v');
-      this.useCopy = c.dialect === 'pglite' || !String(version.rows[0]?.v).includes('PGlite');
+      this.useCopy = c.dialect === 'pglite' || !String(serverVersion.rows[0]?.v).includes('PGlite');
     }
     if (reg.analyzer_version !== ANALYZER_VERSION) await this.refreshBm25(true);
   }
@@ -994,7 +1010,7 @@ export class PgVectorStore implements VectorStore {
     limit: number,
     filter: MetadataFilter | undefined,
   ): Promise<ScoredRow[]> {
-    await this.ensureAnnIndex();
+    await this.refreshAnnIndex();
     const op = OPERATOR[this.distance];
     const params: unknown[] = [vectorLiteral(qvec), limit];
     let where = `WHERE ${this.visible}`;
@@ -1028,10 +1044,22 @@ export class PgVectorStore implements VectorStore {
       .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  private async ensureAnnIndex(): Promise<void> {
-    if (this.annIndex) return;
-    if (this.dimension > MAX_HNSW_DIMENSION) {
-      if (!this.warnedExactScan) {
+  /** Whether the HNSW index exists and is valid (a failed concurrent build leaves an invalid one). */
+  private async annIndexValid(): Promise<boolean> {
+    const res = await this.client.query<{ valid: boolean }>(
+      `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
+      [this.hnswIndex.slice(1, -1)],
+    );
+    return res.rows[0]?.valid === true;
+  }
+
+  /**
+   * Notices an index another process built (at most every {@link ANN_RECHECK_MS}), never builds one: a search
+   * scans exactly until the index is valid.
+   */
+  private async refreshAnnIndex(): Promise<void> {
+    if (this.annIndex || this.dimension > MAX_HNSW_DIMENSION) {
+      if (this.dimension > MAX_HNSW_DIMENSION && !this.warnedExactScan) {
         this.warnedExactScan = true;
         this.logger(
           `collection ${this.collectionName}: ${this.dimension} dimensions exceed HNSW's ${MAX_HNSW_DIMENSION}; using exact scan`,
@@ -1039,25 +1067,92 @@ export class PgVectorStore implements VectorStore {
       }
       return;
     }
-    // The registry's count plus the changes still in the log (folded only before keyword searches).
+    if (Date.now() - this.annCheckedAt < ANN_RECHECK_MS) return;
+    this.annCheckedAt = Date.now();
+    this.annIndex = await this.annIndexValid();
+  }
+
+  /** Rows in the collection: the registry's count plus the changes still in the statistics log. */
+  private async rowCount(): Promise<number> {
     const rows = await this.client.query<{ n: number }>(
       `SELECT (r.chunk_count + COALESCE((SELECT sum(delta) FROM ${this.dfLog} WHERE term = ${N_TERM}), 0))::float8 AS n
        FROM ${REGISTRY_TABLE} r WHERE r.name = $1`,
       [this.key],
     );
-    const reg = { n: Number(rows.rows[0]?.n ?? 0) };
-    if (reg.n < this.annMinRows) return;
-    await this.exclusive(async () => {
-      if (this.annIndex) return;
-      await this.ignoringRace(() =>
-        this.client.query(
-          `CREATE INDEX IF NOT EXISTS ${this.hnswIndex} ON ${this.table}
-           USING hnsw (embedding ${OPCLASS[this.distance]}) WITH (m = 16, ef_construction = 64)`,
-        ),
-      );
-      this.annIndex = true;
-      this.logger(`collection ${this.collectionName}: HNSW index built (${reg.n} rows)`);
+    return Number(rows.rows[0]?.n ?? 0);
+  }
+
+  /**
+   * Builds the HNSW index once the collection holds `annMinRows` rows (or with `force`). On a PostgreSQL server it
+   * runs `CREATE INDEX CONCURRENTLY` on its own connection with a lock timeout, so searches and writes go on
+   * meanwhile (searches scan exactly until it is valid); an invalid index left by a failed build is dropped and
+   * rebuilt. On PGlite (one connection) it is a plain `CREATE INDEX`.
+   * @throws {VectorStoreError} when the build fails (a lock timeout included: try again later).
+   */
+  async buildIndex(options: BuildIndexOptions = {}): Promise<IndexBuildResult> {
+    this.assertOpen();
+    const started = performance.now();
+    const lockTimeoutMs = checkNumber(
+      'lockTimeoutMs',
+      options.lockTimeoutMs ?? 5000,
+      1,
+      3_600_000,
+      true,
+    );
+    const done = (built: boolean, rows: number, reason: string): IndexBuildResult => ({
+      built,
+      rows,
+      seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
+      reason,
     });
+    const rows = await this.run('count rows', () => this.rowCount());
+    if (this.dimension > MAX_HNSW_DIMENSION) {
+      return done(
+        false,
+        rows,
+        `dimension ${this.dimension} exceeds HNSW's ${MAX_HNSW_DIMENSION}: exact scan`,
+      );
+    }
+    if (!options.force && rows < this.annMinRows) {
+      return done(false, rows, `below threshold (${rows} of ${this.annMinRows} rows): exact scan`);
+    }
+    if (await this.run('check index', () => this.annIndexValid())) {
+      this.annIndex = true;
+      return done(false, rows, 'exists');
+    }
+    const create = (concurrently: boolean) =>
+      `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${this.hnswIndex} ON ${this.table}
+       USING hnsw (embedding ${OPCLASS[this.distance]}) WITH (m = 16, ef_construction = 64)`;
+    if (this.pglite || this.client.session === undefined) {
+      await this.exclusive(() =>
+        this.run('build index', async () => {
+          await this.client.query(`DROP INDEX IF EXISTS ${this.hnswIndex}`);
+          await this.client.query(create(false));
+        }),
+      );
+    } else {
+      await this.run('build index', () =>
+        (this.client.session as NonNullable<SqlClient['session']>)(async (c) => {
+          await c.query(`SET lock_timeout = ${lockTimeoutMs}`);
+          await c.query(`SET maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`);
+          const leftover = await c.query<{ valid: boolean }>(
+            `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
+            [this.hnswIndex.slice(1, -1)],
+          );
+          if (leftover.rows[0]?.valid === false) {
+            await c.query(`DROP INDEX CONCURRENTLY IF EXISTS ${this.hnswIndex}`);
+          }
+          await c.query(create(true));
+        }),
+      );
+    }
+    this.annIndex = await this.run('check index', () => this.annIndexValid());
+    this.annCheckedAt = Date.now();
+    const result = done(this.annIndex, rows, this.annIndex ? 'built' : 'build left no valid index');
+    this.logger(
+      `collection ${this.collectionName}: HNSW index ${result.reason} (${rows} rows, ${result.seconds} s)`,
+    );
+    return result;
   }
 
   /** BM25 top-`limit` rows (score > 0), best first. */

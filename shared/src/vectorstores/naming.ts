@@ -15,7 +15,9 @@ function pad(n: number): string {
 /**
  * Resolves a collection name once, as ai4rag does: no name → `ai4rag_<YYYYMMDDHHMMSS UTC>_<8 random [a-z0-9]>`;
  * a supplied name must start with `ai4rag` (the isolation guard), then is sanitized to `[A-Za-z0-9_]` (other
- * characters become `_`) and cut to 63 characters. Case is kept; SQL backends lower-case through {@link quoteIdent}.
+ * characters become `_`). A name with non-ASCII characters, or longer than 63 characters once sanitized, is cut to
+ * 54 and gets `_` + 8 hex of its SHA-1, so distinct names never share a collection. Case is kept; SQL backends
+ * lower-case through {@link quoteIdent}.
  * @throws {CollectionNameError} when a supplied name does not start with `ai4rag`.
  * @example resolveCollectionName('ai4rag-trial.1') // 'ai4rag_trial_1'
  */
@@ -39,7 +41,15 @@ export function resolveCollectionName(
       `collection name must start with '${COLLECTION_PREFIX}', got ${JSON.stringify(String(name).slice(0, 80))}`,
     );
   }
-  return name.replace(/[^A-Za-z0-9_]/g, '_').slice(0, MAX_IDENTIFIER_LENGTH);
+  const sanitized = name.replace(/[^A-Za-z0-9_]/g, '_');
+  // ai4rag's mapping alone makes distinct names collide when they differ only in non-ASCII characters
+  // (`ai4rag_日本` and `ai4rag_中国` are both `ai4rag___`) or past the 63rd character: such names keep a hash of
+  // the name as given, so each maps to a collection of its own.
+  if (/[^\x00-\x7f]/.test(name) || sanitized.length > MAX_IDENTIFIER_LENGTH) {
+    const hash = createHash('sha1').update(name, 'utf8').digest('hex').slice(0, 8);
+    return `${sanitized.slice(0, MAX_IDENTIFIER_LENGTH - hash.length - 1)}_${hash}`;
+  }
+  return sanitized;
 }
 
 const IDENT = /^[a-z0-9_]{1,63}$/;

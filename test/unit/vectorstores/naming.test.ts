@@ -22,11 +22,25 @@ describe('resolveCollectionName', () => {
     expect(resolveCollectionName('ai4rag-My.coll ection')).toBe('ai4rag_My_coll_ection');
   });
 
-  it('cuts a long name to 63 characters', () => {
+  it('cuts a long name to 63 characters, keeping a hash so that two long names stay apart', () => {
     // Act
-    const name = resolveCollectionName(`ai4rag_${'x'.repeat(100)}`);
+    const a = resolveCollectionName(`ai4rag_${'x'.repeat(100)}a`);
+    const b = resolveCollectionName(`ai4rag_${'x'.repeat(100)}b`);
     // Assess
-    expect(name).toHaveLength(63);
+    expect(a).toHaveLength(63);
+    expect(a).toMatch(/^ai4rag_x{47}_[0-9a-f]{8}$/);
+    expect(b).not.toBe(a);
+    expect(resolveCollectionName(`ai4rag_${'x'.repeat(100)}a`)).toBe(a);
+  });
+
+  it('keeps names that differ only in non-ASCII characters apart', () => {
+    // Act
+    const japan = resolveCollectionName('ai4rag_日本');
+    const china = resolveCollectionName('ai4rag_中国');
+    // Assess
+    expect(japan).toMatch(/^ai4rag____[0-9a-f]{8}$/);
+    expect(china).toMatch(/^ai4rag____[0-9a-f]{8}$/);
+    expect(japan).not.toBe(china);
   });
 
   it('rejects a name that does not start with ai4rag', () => {

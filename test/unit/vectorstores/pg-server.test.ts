@@ -6,7 +6,8 @@ import {
 } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, type SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 import { clientOptions, probePgServer } from '../../support/pg.js';
-import { runVectorStoreContract } from './contract.js';
+import { makeChunk, runVectorStoreContract } from './contract.js';
+import { createHashEmbedder } from './fake-embedder.js';
 import { runPgVectorSuite } from './pgvector-suite.js';
 import { runStagedWriteContract } from './staged-contract.js';
 
@@ -79,6 +80,40 @@ describe.skipIf(config === undefined)('pg.Pool adapter when the server drops con
       expect(tx).toEqual([{ two: 2 }]);
     } finally {
       await admin.end();
+      await client.close();
+    }
+  });
+});
+
+describe.skipIf(config === undefined)('concurrent index builds on a PostgreSQL server', () => {
+  it('two sessions building the same index at once: one builds, the other leaves it be, no error', async () => {
+    // Prepare
+    if (config === undefined) return;
+    const pool = new pg.Pool({ ...clientOptions(config), max: 6 });
+    const client = fromPgPool(pool, { ownsPool: true });
+    const name = `ai4rag_idx_race_${Date.now().toString(36)}`;
+    const embedder = createHashEmbedder({ dimension: 64 });
+    const a = await PgVectorStore.create({ client, embedder, collectionName: name, annMinRows: 0 });
+    const b = await PgVectorStore.create({ client, embedder, collectionName: name, annMinRows: 0 });
+    try {
+      await a.addChunks(
+        Array.from({ length: 3000 }, (_, i) =>
+          makeChunk(`d${i % 30}`, i, `w${i} x${(i * 31) % 2003}`),
+        ),
+      );
+      // Act
+      const results = await Promise.all([a.buildIndex(), b.buildIndex()]);
+      // Assess
+      expect(results.filter((r) => r.built).length).toBeGreaterThanOrEqual(1);
+      for (const r of results) {
+        expect(['built', 'exists', 'being built by another session']).toContain(r.reason);
+      }
+      expect((await b.buildIndex()).reason).toBe('exists');
+      expect((await a.stats()).annIndex).toBe(true);
+    } finally {
+      await a.close();
+      await b.close();
+      await dropPgCollection(client, name);
       await client.close();
     }
   });

@@ -1131,10 +1131,18 @@ export class PgVectorStore implements VectorStore {
         }),
       );
     } else {
-      await this.run('build index', () =>
+      const outcome = await this.run('build index', () =>
         (this.client.session as NonNullable<SqlClient['session']>)(async (c) => {
           await c.query(`SET lock_timeout = ${lockTimeoutMs}`);
           await c.query(`SET maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`);
+          // One builder per collection (two concurrent builds deadlock): a session-level advisory lock, released
+          // with the connection, which a session never returns to the pool.
+          const lock = await c.query<{ ok: boolean }>(
+            'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
+            [`${this.key}:index`],
+          );
+          if (lock.rows[0]?.ok !== true) return 'busy';
+          if (await this.annIndexValid()) return 'exists';
           const leftover = await c.query<{ valid: boolean }>(
             `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
             [this.hnswIndex.slice(1, -1)],
@@ -1143,8 +1151,14 @@ export class PgVectorStore implements VectorStore {
             await c.query(`DROP INDEX CONCURRENTLY IF EXISTS ${this.hnswIndex}`);
           }
           await c.query(create(true));
+          return 'done';
         }),
       );
+      if (outcome === 'busy') return done(false, rows, 'being built by another session');
+      if (outcome === 'exists') {
+        this.annIndex = true;
+        return done(false, rows, 'exists');
+      }
     }
     this.annIndex = await this.run('check index', () => this.annIndexValid());
     this.annCheckedAt = Date.now();

@@ -14,7 +14,8 @@ export const DEFAULT_EMBEDDING_MODEL = `${FEATURE_HASH_MODEL_PREFIX}${FEATURE_HA
 export interface CreateEmbedderOptions {
   /**
    * Connection (and optional tuning) for non-local model ids; callers map `OPENAI_BASE_URL` and
-   * `OPENAI_API_KEY` here (shared code reads no environment).
+   * `OPENAI_API_KEY` here (shared code reads no environment). `prefixes` sets the model's query/document
+   * instruction prefixes; without it, those of a known family (E5, BGE English, Nomic, mxbai) apply.
    */
   openai?: Omit<OpenAIEmbedderOptions, 'model'>;
 }
@@ -25,6 +26,8 @@ const LOCAL_MODEL = /^local\/feature-hash-v1-(\d+)$/;
  * Turns a model id into a ready embedder, so configs and the CLI name embedders by id only:
  * `local` or `local/feature-hash-v1-<dim>` gives the local {@link FeatureHashEmbedder}; any other id is sent
  * verbatim to an OpenAI-compatible endpoint ({@link OpenAIEmbedder}, with auto-detection of what is not given).
+ * A remote embedder's `modelId` is the id plus its instruction prefixes, if any (e.g.
+ * `intfloat/e5-base-v2 [query: "query: ", document: "passage: "]`).
  * @throws {ValidationError} for an unknown `local/...` id, or a remote id without connection settings.
  * @throws {EmbeddingError} when the remote model cannot be reached or used.
  * @example

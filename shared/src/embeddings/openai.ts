@@ -5,7 +5,9 @@ import { describeApiError } from '../util/openai-errors.js';
 import type { OpenAIConnectionOptions } from '../util/openai-options.js';
 import { positiveInteger } from '../util/options.js';
 import { isTransientOpenAIError, withRetry } from '../util/retry.js';
+import { withOpenAIErrorEnvelope } from './error-envelope.js';
 import { EmbeddingError } from './errors.js';
+import { type EmbeddingPrefixes, prefixedModelId, resolvePrefixes } from './prefixes.js';
 import type { Embedder } from './types.js';
 
 /** Hard cap of inputs per embeddings request (OpenAI's documented limit is 2048; ai4rag uses 1024). */
@@ -25,14 +27,23 @@ export interface OpenAIEmbedderOptions extends OpenAIConnectionOptions {
   sendDimensions?: boolean;
   /** Known context window in tokens; probed by binary search when absent. */
   contextLength?: number;
-  /** Inputs per request, 1..1024 (default 1024). */
+  /** Inputs per request, 1..1024 (default 1024); lowered by itself when the server refuses a batch as too big. */
   maxBatchSize?: number;
   /** Requests in flight per `embedDocuments` call (default 4). */
   concurrency?: number;
+  /**
+   * Instruction prefixes for queries (`embedQuery`) and documents (`embedDocuments`). When absent, those of a
+   * known model family apply ({@link KNOWN_EMBEDDING_PREFIXES}: E5, BGE English, Nomic, mxbai); `{}` turns them
+   * off. Non-empty prefixes become part of {@link OpenAIEmbedder.modelId}.
+   */
+  prefixes?: EmbeddingPrefixes;
 }
 
 interface ResolvedSettings {
   model: string;
+  /** API root, named in every error. */
+  endpoint: string;
+  prefixes: Readonly<Required<EmbeddingPrefixes>>;
   sendDimensions: boolean;
   maxBatchSize: number;
   concurrency: number;
@@ -52,8 +63,14 @@ const PROBE_STEP = 64;
 const FIRST_TRUNCATION = 0.95;
 const SECOND_TRUNCATION = 0.9;
 
+/** Context-length refusals as OpenAI, vLLM, Ollama and TEI (`must have less than 512 tokens`) word them. */
 const CONTEXT_ERROR =
-  /context length|context window|maximum (input )?length|too many tokens|input is too long|too long|exceeds? the (max|limit)|max(imum)?_?tokens/i;
+  /context length|context window|maximum (input )?length|too many tokens|input is too long|too long|exceeds? the (max|limit)|max(imum)?_?tokens|must have less than \d+ tokens/i;
+
+/** TEI's refusal of a batch over `--max-client-batch-size` (default 32). */
+const BATCH_LIMIT = /maximum allowed batch size (\d+)/i;
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /**
  * True when a provider rejected the input as longer than the model's window (OpenAI, vLLM, TEI and Ollama word
@@ -63,6 +80,38 @@ export function isContextLengthError(err: unknown): boolean {
   if (!(err instanceof APIError)) return false;
   if (err.status !== 400 && err.status !== 413 && err.status !== 422) return false;
   return CONTEXT_ERROR.test(err.message);
+}
+
+/**
+ * How many inputs per request a server accepts after refusing a batch of `size` as too big, or undefined when
+ * the refusal is about something else. TEI answers 413 `batch size 33 > maximum allowed batch size 32` (the
+ * limit it names is used); any other 413 that is not a context-length refusal (a request-body limit) halves the
+ * batch.
+ * @example acceptedBatchSize(teiRefusalOf33, 33) // 32
+ */
+export function acceptedBatchSize(err: unknown, size: number): number | undefined {
+  if (!(err instanceof APIError) || (err.status !== 413 && err.status !== 422)) return undefined;
+  const named = BATCH_LIMIT.exec(err.message);
+  if (named) {
+    const limit = Number(named[1]);
+    return limit >= 1 && limit < size ? limit : undefined;
+  }
+  if (err.status === 413 && size > 1 && !isContextLengthError(err)) return Math.ceil(size / 2);
+  return undefined;
+}
+
+/**
+ * Decodes what `encoding_format: "base64"` returns: standard base64 of little-endian float32 values. Undefined
+ * when `text` is not that (not base64, empty, or a byte count that is not a multiple of 4).
+ * @example decodeBase64Float32(Buffer.from(new Float32Array([0.5, -1]).buffer).toString('base64')) // [0.5, -1]
+ */
+export function decodeBase64Float32(text: string): number[] | undefined {
+  if (text.length === 0 || text.length % 4 !== 0 || !BASE64.test(text)) return undefined;
+  const bytes = Buffer.from(text, 'base64');
+  if (bytes.length === 0 || bytes.length % 4 !== 0) return undefined;
+  const values = new Array<number>(bytes.length / 4);
+  for (let i = 0; i < values.length; i++) values[i] = bytes.readFloatLE(i * 4);
+  return values;
 }
 
 /** Cuts `text` to at most `maxChars` UTF-16 units without splitting a surrogate pair. */
@@ -79,12 +128,42 @@ export function approxTokens(text: string): number {
   return Math.ceil(text.length / CHARS_PER_TOKEN);
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+/** A value as it appears in an error message: numbers as they are, anything else as JSON cut to 40 characters. */
+function show(value: unknown): string {
+  const cut = (s: string): string => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
+  if (typeof value === 'string') return JSON.stringify(cut(value));
+  if (typeof value === 'number' || value === undefined) return String(value);
+  return cut(JSON.stringify(value) ?? typeof value);
+}
+
+function checkPrefixes(prefixes: unknown): void {
+  if (prefixes === undefined) return;
+  const p = prefixes as Record<string, unknown> | null;
+  if (
+    typeof p !== 'object' ||
+    p === null ||
+    (p.query !== undefined && typeof p.query !== 'string') ||
+    (p.document !== undefined && typeof p.document !== 'string')
+  ) {
+    throw new ValidationError('prefixes must be { query?: string; document?: string }');
+  }
+}
+
 /**
  * An embedder for any OpenAI-compatible `/embeddings` endpoint (OpenAI, Azure-style proxies, vLLM, TEI, Ollama,
- * LiteLLM), through the official `openai` SDK. It batches (≤ 1024 inputs), runs a bounded number of requests in
- * parallel, truncates inputs longer than the model's window, retries transient failures with backoff and jitter
- * (the SDK's own retries are off), and validates every response. Unknown dimension and context length are
- * detected on creation, as ai4rag does.
+ * LM Studio, LiteLLM), through the official `openai` SDK. It always asks for `encoding_format: "float"` (left
+ * alone, the SDK asks for base64 and decodes whatever comes back as base64, which silently turns the float
+ * arrays of servers that ignore the field, such as older Ollama and LM Studio, into vectors a quarter as long),
+ * still accepts a base64 float32 string from a server that sends one anyway, and validates every response:
+ * one vector per input, each of the expected dimension, every value a finite number. It batches (≤ 1024 inputs,
+ * fewer when the server says so, as TEI does beyond 32), runs a bounded number of requests in parallel,
+ * truncates inputs longer than the model's window, retries transient failures with backoff and jitter (the SDK's
+ * own retries are off), and applies the model's query/document instruction prefixes. Unknown dimension and
+ * context length are detected on creation, as ai4rag does.
  * @example
  * const embedder = await OpenAIEmbedder.create({
  *   baseURL: 'https://api.openai.com/v1', apiKey, model: 'text-embedding-3-small',
@@ -92,11 +171,20 @@ export function approxTokens(text: string): number {
  * const vectors = await embedder.embedDocuments(chunks.map((c) => c.text));
  */
 export class OpenAIEmbedder implements Embedder {
+  /** The model name, followed by the instruction prefixes when any apply (see {@link prefixedModelId}). */
   readonly modelId: string;
+  /** The model name sent with each request. */
+  readonly model: string;
+  /** The API root requests go to (named in errors). */
+  readonly baseURL: string;
+  /** The instruction prefixes applied (`''` for none). */
+  readonly prefixes: Readonly<Required<EmbeddingPrefixes>>;
   readonly dimension: number;
   readonly contextLength: number;
   readonly #client: OpenAI;
   readonly #settings: ResolvedSettings;
+  /** Inputs per request: `maxBatchSize`, lowered once the server refuses a batch as too big. */
+  #batchSize: number;
 
   private constructor(
     client: OpenAI,
@@ -106,14 +194,18 @@ export class OpenAIEmbedder implements Embedder {
   ) {
     this.#client = client;
     this.#settings = settings;
-    this.modelId = settings.model;
+    this.#batchSize = settings.maxBatchSize;
+    this.model = settings.model;
+    this.baseURL = settings.endpoint;
+    this.prefixes = settings.prefixes;
+    this.modelId = prefixedModelId(settings.model, settings.prefixes);
     this.dimension = dimension;
     this.contextLength = contextLength;
   }
 
   /**
    * Builds a ready embedder: validates the options, then detects the dimension (one call) and the context
-   * length (a binary search of about 7 calls) when they are not given.
+   * length (a binary search of about 8 calls) when they are not given.
    * @throws {ValidationError} for invalid options.
    * @throws {EmbeddingError} when the model cannot be reached or used, or its context is below 700 tokens.
    */
@@ -121,6 +213,7 @@ export class OpenAIEmbedder implements Embedder {
     if (typeof options.model !== 'string' || options.model.trim() === '') {
       throw new ValidationError('model must be a non-empty model id');
     }
+    checkPrefixes(options.prefixes);
     const maxBatchSize = positiveInteger(
       options.maxBatchSize,
       'maxBatchSize',
@@ -137,22 +230,11 @@ export class OpenAIEmbedder implements Embedder {
         `maxRetries must be a non-negative integer, got ${String(maxRetries)}`,
       );
     }
-    const settings: ResolvedSettings = {
-      model: options.model,
-      sendDimensions: options.sendDimensions ?? false,
-      maxBatchSize,
-      concurrency: positiveInteger(options.concurrency, 'concurrency', 4),
-      maxRetries,
-      baseDelayMs: options.baseDelayMs ?? 500,
-      maxDelayMs: options.maxDelayMs ?? 20_000,
-      sleep: options.sleep,
-      random: options.random,
-    };
     const dimension =
       options.dimension === undefined
         ? undefined
         : positiveInteger(options.dimension, 'dimension', 0);
-    if (settings.sendDimensions && dimension === undefined) {
+    if (options.sendDimensions && dimension === undefined) {
       throw new ValidationError('sendDimensions needs an explicit dimension');
     }
     const contextLength =
@@ -169,8 +251,26 @@ export class OpenAIEmbedder implements Embedder {
         apiKey: options.apiKey,
         maxRetries: 0,
         timeout: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
+        // TEI and older vLLM put their error message where the SDK does not look.
+        fetch: withOpenAIErrorEnvelope(),
       });
     }
+    const settings: ResolvedSettings = {
+      model: options.model,
+      endpoint:
+        typeof client.baseURL === 'string' && client.baseURL !== ''
+          ? client.baseURL
+          : options.baseURL || 'an injected client',
+      prefixes: resolvePrefixes(options.model, options.prefixes),
+      sendDimensions: options.sendDimensions ?? false,
+      maxBatchSize,
+      concurrency: positiveInteger(options.concurrency, 'concurrency', 4),
+      maxRetries,
+      baseDelayMs: options.baseDelayMs ?? 500,
+      maxDelayMs: options.maxDelayMs ?? 20_000,
+      sleep: options.sleep,
+      random: options.random,
+    };
 
     // Detection calls go through the same request path with a provisional instance.
     const probe = new OpenAIEmbedder(client, settings, dimension ?? 0, contextLength ?? PROBE_HIGH);
@@ -178,48 +278,73 @@ export class OpenAIEmbedder implements Embedder {
     const detectedContext = contextLength ?? (await probe.#detectContextLength());
     if (detectedContext < MIN_CONTEXT_LENGTH) {
       throw new EmbeddingError(
-        `Embedding model "${settings.model}": context length ${detectedContext} is below the minimum ${MIN_CONTEXT_LENGTH} tokens`,
+        `${probe.#label}: context length ${detectedContext} is below the minimum ${MIN_CONTEXT_LENGTH} tokens`,
       );
     }
     return new OpenAIEmbedder(client, settings, detectedDimension, detectedContext);
   }
 
   /**
-   * Embeds texts in input order: batches of ≤ maxBatchSize, at most `concurrency` requests in flight.
+   * Embeds document texts (each with the document prefix) in input order: batches of ≤ maxBatchSize, at most
+   * `concurrency` requests in flight.
    * @throws {EmbeddingError} on a non-transient provider error, exhausted retries or a malformed response.
    */
   async embedDocuments(texts: string[]): Promise<number[][]> {
     if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string')) {
       throw new ValidationError('embedDocuments expects an array of strings');
     }
+    return this.#embed(texts, this.prefixes.document);
+  }
+
+  /**
+   * Embeds one query (with the query prefix) as a one-text batch.
+   * @throws {EmbeddingError} as {@link OpenAIEmbedder.embedDocuments}.
+   */
+  async embedQuery(text: string): Promise<number[]> {
+    if (typeof text !== 'string') throw new ValidationError('embedQuery expects a string');
+    const [vector] = await this.#embed([text], this.prefixes.query);
+    if (vector === undefined) throw this.#error('returned no vector');
+    return vector;
+  }
+
+  async #embed(texts: string[], prefix: string): Promise<number[][]> {
     if (texts.length === 0) return [];
-    const groups = batches(texts, this.#settings.maxBatchSize);
-    const results = await mapLimit(groups, this.#settings.concurrency, (group) =>
-      this.#embedBatch(group),
+    const inputs = prefix === '' ? texts : texts.map((t) => prefix + t);
+    const size = this.#batchSize;
+    const results = await mapLimit(batches(inputs, size), this.#settings.concurrency, (group, i) =>
+      this.#embedBatch(group, i * size),
     );
     return results.flat();
   }
 
-  /**
-   * Embeds one query (a one-text batch).
-   * @throws {EmbeddingError} as {@link OpenAIEmbedder.embedDocuments}.
-   */
-  async embedQuery(text: string): Promise<number[]> {
-    const [vector] = await this.embedDocuments([text]);
-    if (vector === undefined) {
-      throw new EmbeddingError(`Embedding model "${this.modelId}" returned no vector`);
-    }
-    return vector;
+  /** `Embedding model "<model>" at <baseURL>`: how every error of this embedder begins. */
+  get #label(): string {
+    return `Embedding model "${this.model}" at ${this.baseURL}`;
   }
 
-  /** One request with retries on transient errors; the raw provider error escapes. */
-  async #request(input: string[]): Promise<number[][]> {
+  /** An EmbeddingError naming the model and the endpoint: `Embedding model "m" at <url> <text>`. */
+  #error(text: string): EmbeddingError {
+    return new EmbeddingError(`${this.#label} ${text}`);
+  }
+
+  /**
+   * One request with retries on transient errors; the raw provider error escapes. `offset` is the position of
+   * `input[0]` in the caller's texts (for messages); `expected` the vector length every answer must have
+   * (undefined while detecting it: then all vectors of the answer must agree).
+   */
+  async #request(
+    input: string[],
+    offset: number,
+    expected: number | undefined,
+  ): Promise<number[][]> {
     const s = this.#settings;
-    const response = await withRetry(
+    const response: unknown = await withRetry(
       () =>
         this.#client.embeddings.create({
           model: s.model,
           input,
+          // Explicit, so the SDK neither asks for base64 nor decodes the answer as base64.
+          encoding_format: 'float',
           ...(s.sendDimensions ? { dimensions: this.dimension } : {}),
         }),
       {
@@ -231,37 +356,68 @@ export class OpenAIEmbedder implements Embedder {
         ...(s.random ? { random: s.random } : {}),
       },
     );
-    const data = Array.isArray(response?.data) ? response.data : undefined;
+    const data =
+      isRecord(response) && Array.isArray(response.data) ? (response.data as unknown[]) : undefined;
     if (data === undefined || data.length !== input.length) {
-      throw new EmbeddingError(
-        `Embedding model "${s.model}" returned ${data?.length ?? 'no'} vectors for ${input.length} inputs`,
-      );
+      throw this.#error(`returned ${data?.length ?? 'no'} vectors for ${input.length} inputs`);
     }
-    const ordered = new Array<number[] | undefined>(input.length);
+    // Servers that omit `index` (or send items without it) are taken in order.
+    const ordered = new Array<unknown>(input.length);
+    const seen = new Array<boolean>(input.length).fill(false);
     data.forEach((item, position) => {
-      const index = typeof item.index === 'number' ? item.index : position;
-      if (!Number.isInteger(index) || index < 0 || index >= input.length || ordered[index]) {
-        throw new EmbeddingError(
-          `Embedding model "${s.model}" returned a missing, duplicate or out-of-range index ${index}`,
-        );
+      const index = isRecord(item) && typeof item.index === 'number' ? item.index : position;
+      if (!Number.isInteger(index) || index < 0 || index >= input.length || seen[index]) {
+        throw this.#error(`returned a missing, duplicate or out-of-range index ${index}`);
       }
-      ordered[index] = item.embedding;
+      seen[index] = true;
+      ordered[index] = isRecord(item) ? item.embedding : undefined;
     });
-    // Array.from visits holes too (map would skip them), so a missing index fails below.
-    return Array.from(ordered, (vector, i) => {
-      if (
-        !Array.isArray(vector) ||
-        vector.some((x) => typeof x !== 'number' || !Number.isFinite(x))
-      ) {
-        throw new EmbeddingError(
-          `Embedding model "${s.model}" returned an invalid vector for input ${i}`,
-        );
-      }
+    let want = expected;
+    return ordered.map((embedding, i) => {
+      const vector = this.#vector(embedding, offset + i, want);
+      want ??= vector.length;
       return vector;
     });
   }
 
-  async #embedBatch(texts: string[]): Promise<number[][]> {
+  /** Validates one answered embedding: a finite-number array (or base64 float32) of the expected length. */
+  #vector(embedding: unknown, input: number, expected: number | undefined): number[] {
+    let vector: unknown[] | undefined;
+    if (Array.isArray(embedding)) vector = embedding;
+    else if (typeof embedding === 'string') vector = decodeBase64Float32(embedding);
+    if (vector === undefined) {
+      throw this.#error(
+        `returned an embedding for input ${input} that is neither an array of numbers nor base64 float32 (${show(embedding)})`,
+      );
+    }
+    if (vector.length === 0) throw this.#error(`returned an empty vector for input ${input}`);
+    if (expected !== undefined && vector.length !== expected) {
+      throw this.#error(
+        `returned a vector of length ${vector.length} for input ${input}, expected ${expected}`,
+      );
+    }
+    const bad = vector.findIndex((x) => typeof x !== 'number' || !Number.isFinite(x));
+    if (bad >= 0) {
+      throw this.#error(
+        `returned a non-numeric or non-finite value ${show(vector[bad])} at position ${bad} of the vector for input ${input}`,
+      );
+    }
+    return vector as number[];
+  }
+
+  /**
+   * One batch: truncation to the context, one retry at 90 % after a context-length refusal, and a split when
+   * the server refuses the batch size (which then holds for the rest of this embedder's life).
+   */
+  async #embedBatch(texts: string[], offset: number): Promise<number[][]> {
+    const size = this.#batchSize;
+    if (texts.length > size) {
+      const vectors: number[][] = [];
+      for (let i = 0; i < texts.length; i += size) {
+        vectors.push(...(await this.#embedBatch(texts.slice(i, i + size), offset + i)));
+      }
+      return vectors;
+    }
     const truncate = (ratio: number): string[] => {
       const maxChars = Math.floor(this.contextLength * ratio) * CHARS_PER_TOKEN;
       return texts.map((t) => truncateChars(t, maxChars));
@@ -271,47 +427,37 @@ export class OpenAIEmbedder implements Embedder {
         ? truncateChars(t, Math.floor(this.contextLength * FIRST_TRUNCATION) * CHARS_PER_TOKEN)
         : t,
     );
-    let vectors: number[][];
     try {
       try {
-        vectors = await this.#request(first);
+        return await this.#request(first, offset, this.dimension);
       } catch (err) {
         if (!isContextLengthError(err)) throw err;
-        vectors = await this.#request(truncate(SECOND_TRUNCATION));
+        return await this.#request(truncate(SECOND_TRUNCATION), offset, this.dimension);
       }
     } catch (err) {
       if (err instanceof EmbeddingError) throw err;
-      throw new EmbeddingError(
-        `Embedding request to model "${this.modelId}" failed (${describeApiError(err)})`,
-        { cause: err },
-      );
-    }
-    for (const [i, vector] of vectors.entries()) {
-      if (vector.length !== this.dimension) {
-        throw new EmbeddingError(
-          `Embedding model "${this.modelId}" returned a vector of length ${vector.length} for input ${i}, expected ${this.dimension}`,
-        );
+      const accepted = acceptedBatchSize(err, texts.length);
+      if (accepted !== undefined) {
+        this.#batchSize = Math.min(this.#batchSize, accepted);
+        return this.#embedBatch(texts, offset);
       }
+      throw new EmbeddingError(`${this.#label}: request failed (${describeApiError(err)})`, {
+        cause: err,
+      });
     }
-    return vectors;
   }
 
   async #detectDimension(): Promise<number> {
-    let vectors: number[][];
     try {
-      vectors = await this.#request(['test']);
+      const [vector] = await this.#request(['test'], 0, undefined);
+      return vector?.length ?? 0;
     } catch (err) {
       if (err instanceof EmbeddingError) throw err;
       throw new EmbeddingError(
-        `Embedding model "${this.modelId}": dimension detection failed (${describeApiError(err)})`,
+        `${this.#label}: dimension detection failed (${describeApiError(err)})`,
         { cause: err },
       );
     }
-    const length = vectors[0]?.length ?? 0;
-    if (length < 1) {
-      throw new EmbeddingError(`Embedding model "${this.modelId}" returned an empty vector`);
-    }
-    return length;
   }
 
   /** ai4rag's probe: binary search over `"word ".repeat(n)`; the last accepted n is the context length. */
@@ -321,13 +467,13 @@ export class OpenAIEmbedder implements Embedder {
     while (hi - lo >= PROBE_STEP) {
       const mid = Math.floor((lo + hi) / 2);
       try {
-        await this.#request(['word '.repeat(mid)]);
+        await this.#request(['word '.repeat(mid)], 0, undefined);
         lo = mid;
       } catch (err) {
         if (!isContextLengthError(err)) {
           if (err instanceof EmbeddingError) throw err;
           throw new EmbeddingError(
-            `Embedding model "${this.modelId}": context length detection failed (${describeApiError(err)})`,
+            `${this.#label}: context length detection failed (${describeApiError(err)})`,
             { cause: err },
           );
         }

@@ -1,6 +1,9 @@
 /** The embedding port. Implementations are created ready to use (dimension known). */
 export interface Embedder {
-  /** Model id, verbatim (recorded with the collection; a different id means a different index). */
+  /**
+   * Identity of the vectors (recorded with the collection; a different id means a different index): the model id
+   * verbatim, followed by the instruction prefixes when an embedder applies any (see `prefixedModelId`).
+   */
   readonly modelId: string;
   /** Vector length. */
   readonly dimension: number;

@@ -68,9 +68,43 @@ describe('createEmbedder', () => {
 
     // Assess
     expect(embedder).toBeInstanceOf(OpenAIEmbedder);
-    expect(embedder.modelId).toBe('BAAI/bge-small-en-v1.5');
+    expect(embedder.modelId).toBe(
+      'BAAI/bge-small-en-v1.5 [query: "Represent this sentence for searching relevant passages: "]',
+    );
     expect(embedder.dimension).toBe(12);
     expect(embedder.contextLength).toBe(1024);
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('passes explicit prefixes through, which win over the known family and name the model id', async () => {
+    // Act
+    const custom = await createEmbedder('intfloat/e5-base-v2', {
+      openai: {
+        baseURL: fake.baseURL,
+        apiKey: 'k',
+        dimension: 12,
+        contextLength: 1024,
+        prefixes: { query: 'Q: ' },
+      },
+    });
+    const off = await createEmbedder('intfloat/e5-base-v2', {
+      openai: {
+        baseURL: fake.baseURL,
+        apiKey: 'k',
+        dimension: 12,
+        contextLength: 1024,
+        prefixes: {},
+      },
+    });
+    await custom.embedDocuments(['doc']);
+    await custom.embedQuery('question');
+
+    // Assess
+    expect(custom.modelId).toBe('intfloat/e5-base-v2 [query: "Q: "]');
+    expect(off.modelId).toBe('intfloat/e5-base-v2');
+    expect(fake.requests.map((r) => (r.body as { input: string[] }).input)).toEqual([
+      ['doc'],
+      ['Q: question'],
+    ]);
   });
 });

@@ -9,9 +9,6 @@ import {
 import { ValidationError } from '../../../shared/src/errors.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../support/fake-openai-server.js';
 
-/** What the SDK decodes from the fake's base64 float32 answer. */
-const float32 = (v: number[]): number[] => Array.from(new Float32Array(v));
-
 interface EmbeddingsBody {
   input: string[];
   model: string;
@@ -87,7 +84,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     // Assess: n <= 400 passes; probes 4128 F, 2096 F, 1080 F, 572 F, 318 ok, 445 F, 381 ok, 413 F
     await expect(outcome).rejects.toThrow(
       new EmbeddingError(
-        'Embedding model "fake-embedding": context length 381 is below the minimum 700 tokens',
+        `Embedding model "fake-embedding" at ${fake.baseURL}: context length 381 is below the minimum 700 tokens`,
       ),
     );
     expect(fake.requests).toHaveLength(8);
@@ -113,11 +110,11 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     expect(sent.flat()).toEqual(texts);
     expect(vectors).toHaveLength(2500);
     vectors.forEach((v, i) => {
-      expect(v).toEqual(float32(featureHashVector(texts[i] as string, 16)));
+      expect(v).toEqual(featureHashVector(texts[i] as string, 16));
     });
   });
 
-  it('sends the model id verbatim and lets the SDK use base64 encoding', async () => {
+  it('sends the model id verbatim and asks for float encoding', async () => {
     // Prepare
     const embedder = await OpenAIEmbedder.create(options({ model: 'org/Model-Name:v1.5' }));
 
@@ -127,7 +124,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     // Assess
     const body = fake.requests[0]?.body as EmbeddingsBody;
     expect(body.model).toBe('org/Model-Name:v1.5');
-    expect(body.encoding_format).toBe('base64');
+    expect(body.encoding_format).toBe('float');
     expect(body.dimensions).toBeUndefined();
   });
 
@@ -139,7 +136,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     const vector = await embedder.embedQuery('what is a cat?');
 
     // Assess
-    expect(vector).toEqual(float32(featureHashVector('what is a cat?', 16)));
+    expect(vector).toEqual(featureHashVector('what is a cat?', 16));
     expect(inputs()).toEqual([['what is a cat?']]);
   });
 
@@ -179,7 +176,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     // Assess
     expect(fake.requests.map((r) => r.status)).toEqual([400, 200]);
     expect(inputs().map((i) => (i[0] as string).length)).toEqual([3800, 3600]);
-    expect(vector).toEqual(float32(featureHashVector('z'.repeat(3600), 16)));
+    expect(vector).toEqual(featureHashVector('z'.repeat(3600), 16));
   });
 
   it('fails with EmbeddingError when the 90 % retry is still too long', async () => {
@@ -219,7 +216,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     const vectors = await embedder.embedDocuments(['a']);
 
     // Assess
-    expect(vectors).toEqual([float32(featureHashVector('a', 16))]);
+    expect(vectors).toEqual([featureHashVector('a', 16)]);
     expect(fake.requests.map((r) => r.status)).toEqual([500, 200]);
   });
 
@@ -248,7 +245,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     expect(error).toBeInstanceOf(EmbeddingError);
     expect((error as EmbeddingError).cause).toBeInstanceOf(AuthenticationError);
     expect((error as Error).message).toBe(
-      'Embedding request to model "fake-embedding" failed (status 401: 401 injected failure 401)',
+      `Embedding model "fake-embedding" at ${fake.baseURL}: request failed (status 401: 401 injected failure 401)`,
     );
     expect(fake.requests).toHaveLength(1);
     expect(sleeps).toEqual([]);
@@ -297,7 +294,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
     // Assess
     expect(fake.requests).toHaveLength(10);
     expect(fake.maxInFlight).toBe(2);
-    expect(vectors[19]).toEqual(float32(featureHashVector('t19', 16)));
+    expect(vectors[19]).toEqual(featureHashVector('t19', 16));
   });
 
   it('rejects vectors whose length differs from the declared dimension', async () => {
@@ -309,7 +306,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
 
     // Assess
     await expect(outcome).rejects.toThrow(
-      'Embedding model "fake-embedding" returned a vector of length 16 for input 0, expected 8',
+      `Embedding model "fake-embedding" at ${fake.baseURL} returned a vector of length 16 for input 0, expected 8`,
     );
   });
 
@@ -322,7 +319,7 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
 
     // Assess
     expect((fake.requests[0]?.body as EmbeddingsBody | undefined)?.dimensions).toBe(8);
-    expect(vector).toEqual(float32(featureHashVector('a', 8)));
+    expect(vector).toEqual(featureHashVector('a', 8));
   });
 
   it('uses an injected client over baseURL and apiKey', async () => {
@@ -350,48 +347,68 @@ describe('OpenAIEmbedder (through the openai SDK, against the fake server)', () 
 
     // Assess
     expect(error).toBeInstanceOf(EmbeddingError);
-    expect((error as Error).message).toContain('dimension detection failed (status 401');
+    expect((error as Error).message).toBe(
+      `Embedding model "fake-embedding" at ${fake.baseURL}: dimension detection failed (status 401: 401 injected failure 401)`,
+    );
     expect((error as EmbeddingError).cause).toBeInstanceOf(AuthenticationError);
   });
 
   it('rejects malformed responses: wrong count, duplicate index, non-finite values', async () => {
-    // Prepare
+    // Prepare: a stub client has no baseURL, so the configured one is named
     const stub = (data: unknown[]): OpenAI =>
       ({ embeddings: { create: async () => ({ data }) } }) as unknown as OpenAI;
     const make = (data: unknown[]) =>
       OpenAIEmbedder.create(options({ dimension: 2, client: stub(data) }));
     const two = ['a', 'b'];
+    const at = `Embedding model "fake-embedding" at ${fake.baseURL}`;
 
     // Act
-    const wrongCount = (await make([{ index: 0, embedding: [1, 0] }])).embedDocuments(two);
+    const wrongCount = (await make([{ index: 0, embedding: [1, 0] }]))
+      .embedDocuments(two)
+      .catch((e: unknown) => e);
     const duplicate = (
       await make([
         { index: 0, embedding: [1, 0] },
         { index: 0, embedding: [0, 1] },
       ])
-    ).embedDocuments(two);
+    )
+      .embedDocuments(two)
+      .catch((e: unknown) => e);
     const notFinite = (
       await make([
         { index: 1, embedding: [1, 0] },
         { index: 0, embedding: [Number.NaN, 1] },
       ])
-    ).embedDocuments(two);
+    )
+      .embedDocuments(two)
+      .catch((e: unknown) => e);
     const reordered = (
       await make([
         { index: 1, embedding: [1, 0] },
         { index: 0, embedding: [0, 1] },
       ])
     ).embedDocuments(two);
+    const noIndex = (await make([{ embedding: [1, 0] }, { embedding: [0, 1] }])).embedDocuments(
+      two,
+    );
 
     // Assess
-    await expect(wrongCount).rejects.toThrow(
-      'Embedding model "fake-embedding" returned 1 vectors for 2 inputs',
+    expect(await wrongCount).toEqual(new EmbeddingError(`${at} returned 1 vectors for 2 inputs`));
+    expect(await duplicate).toEqual(
+      new EmbeddingError(`${at} returned a missing, duplicate or out-of-range index 0`),
     );
-    await expect(duplicate).rejects.toThrow('duplicate or out-of-range index 0');
-    await expect(notFinite).rejects.toThrow('returned an invalid vector for input 0');
+    expect(await notFinite).toEqual(
+      new EmbeddingError(
+        `${at} returned a non-numeric or non-finite value NaN at position 0 of the vector for input 0`,
+      ),
+    );
     await expect(reordered).resolves.toEqual([
       [0, 1],
       [1, 0],
+    ]);
+    await expect(noIndex).resolves.toEqual([
+      [1, 0],
+      [0, 1],
     ]);
   });
 

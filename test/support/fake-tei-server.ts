@@ -10,12 +10,16 @@ export interface TeiRecordedRequest {
   body: unknown;
   /** The HTTP status the fake answered with. */
   status?: number;
+  /** The `authorization` header, when one was sent. */
+  authorization?: string;
 }
 
 /** Options of {@link startFakeTei}. */
 export interface FakeTeiOptions {
   /** The first `count` requests (any route) answer `status` with a TEI-style error body. */
   failNext?: { status: number; count: number };
+  /** Requests without `Authorization: Bearer <apiKey>` answer 401 (TEI's `--api-key`). */
+  apiKey?: string;
 }
 
 /** A running fake TEI server (see {@link startFakeTei}). */
@@ -55,7 +59,7 @@ export function fakeTeiScore(query: string, text: string): number {
 
 /**
  * Starts a TEI-compatible fake on 127.0.0.1 (random port): `POST /rerank` answers `[{ index, score }]` sorted by
- * score descending as TEI does, `GET /health` answers 200.
+ * score descending as TEI does ({@link fakeTeiScore}), `GET /health` answers 200.
  */
 export async function startFakeTei(options: FakeTeiOptions = {}): Promise<FakeTei> {
   const requests: TeiRecordedRequest[] = [];
@@ -79,6 +83,7 @@ export async function startFakeTei(options: FakeTeiOptions = {}): Promise<FakeTe
       }
       const path = (req.url ?? '/').split('?')[0] ?? '/';
       const record: TeiRecordedRequest = { method: req.method ?? 'GET', path, body };
+      if (req.headers.authorization !== undefined) record.authorization = req.headers.authorization;
       requests.push(record);
 
       if (failCount > 0) {
@@ -87,6 +92,10 @@ export async function startFakeTei(options: FakeTeiOptions = {}): Promise<FakeTe
           error: `injected failure ${failStatus}`,
           error_type: 'fake',
         });
+        return;
+      }
+      if (options.apiKey !== undefined && record.authorization !== `Bearer ${options.apiKey}`) {
+        send(res, record, 401, { error: 'Unauthorized', error_type: 'Unauthorized' });
         return;
       }
       if (req.method === 'GET' && path === '/health') {

@@ -9,6 +9,8 @@ import { withRetry } from '../util/retry.js';
 export interface Reranker {
   /** Identifies the scoring model, e.g. for experiment records and caches. */
   readonly modelId: string;
+  /** Where the model is served (named in warnings when reranking fails), when it is a remote service. */
+  readonly endpoint?: string;
   /** One score per document, aligned with the input order; higher is better. */
   rerank(query: string, documents: readonly string[]): Promise<number[]>;
 }
@@ -44,6 +46,8 @@ export interface TeiRerankerOptions {
   baseURL: string;
   /** Reported as {@link Reranker.modelId} (TEI serves one model, so it is not sent). @default 'tei' */
   model?: string;
+  /** Sent as `Authorization: Bearer <apiKey>` (TEI's `--api-key`, or a gateway's key) when non-empty. */
+  apiKey?: string;
   /** Per-attempt timeout. @default 30000 */
   timeoutMs?: number;
   /** Retries after the first attempt, for 429/5xx/timeouts/connection errors only. @default 3 */
@@ -117,7 +121,10 @@ function alignScores(body: unknown, count: number): number[] {
  */
 export class TeiReranker implements Reranker {
   readonly modelId: string;
+  /** The server root, without a trailing slash. */
+  readonly endpoint: string;
   private readonly url: string;
+  private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly maxRetries: number;
   private readonly batchSize: number;
@@ -144,7 +151,13 @@ export class TeiReranker implements Reranker {
     if (!Number.isInteger(batchSize) || batchSize < 1) {
       throw new ValidationError(`batchSize must be a positive integer, got ${String(batchSize)}`);
     }
-    this.url = `${baseURL.replace(/\/+$/, '')}/rerank`;
+    this.endpoint = baseURL.trim().replace(/\/+$/, '');
+    this.url = `${this.endpoint}/rerank`;
+    this.headers = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    };
     this.modelId = options.model ?? 'tei';
     this.timeoutMs = timeoutMs;
     this.maxRetries = maxRetries;
@@ -181,7 +194,7 @@ export class TeiReranker implements Reranker {
     try {
       response = await this.fetchFn(this.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        headers: this.headers,
         body: JSON.stringify({ query, texts, raw_scores: false, truncate: true }),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
@@ -276,4 +289,86 @@ export async function rerankChunks<T extends { text: string }>(
     if (typeof original === 'number') out.retrievalScore = original;
     return out;
   });
+}
+
+/**
+ * How many fused candidates reranking fetches: by default `max(MIN_DEFAULT, FACTOR × k)` capped at `MAX`, so a
+ * cross-encoder has room to promote passages the first stage ranked low, while the work per query (one
+ * query/passage pair per candidate) stays bounded.
+ */
+export const RERANK_CANDIDATES = Object.freeze({ MIN_DEFAULT: 20, FACTOR: 4, MAX: 200 });
+
+/**
+ * The default number of candidates reranked down to `k`: `min(MAX, max(MIN_DEFAULT, FACTOR × k))`, never
+ * below `k`.
+ * @example defaultRerankCandidates(3) // 20; defaultRerankCandidates(10) // 40
+ */
+export function defaultRerankCandidates(k: number): number {
+  const { MIN_DEFAULT, FACTOR, MAX } = RERANK_CANDIDATES;
+  return Math.max(k, Math.min(MAX, Math.max(MIN_DEFAULT, FACTOR * k)));
+}
+
+/**
+ * Why `candidates` cannot be reranked down to `k`, or undefined when it can: it must be an integer in
+ * `k..MAX` (fewer candidates than passages kept would make reranking a no-op that hides a mistake).
+ * @example rerankCandidatesProblem(5, 10) // 'must be an integer in 10..200, got 5'
+ */
+export function rerankCandidatesProblem(candidates: unknown, k: number): string | undefined {
+  const { MAX } = RERANK_CANDIDATES;
+  if (typeof candidates === 'number' && Number.isInteger(candidates)) {
+    if (candidates >= k && candidates <= MAX) return undefined;
+  }
+  return k > MAX
+    ? `cannot rerank down to k ${k}: at most ${MAX} candidates are reranked`
+    : `must be an integer in ${k}..${MAX} (at least k), got ${String(candidates)}`;
+}
+
+function rootMessage(error: unknown): string {
+  let e: unknown = error;
+  // A wrapper's own message only says "failed"; its cause says why.
+  while (e instanceof Error && e.cause instanceof Error && e.name === 'RagTemplateError')
+    e = e.cause;
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * The warning returned with results when reranking failed and the first-stage order was kept instead.
+ * @example rerankFailureWarning(reranker, error)
+ * // 'reranker tei at http://127.0.0.1:8080: TEI /rerank answered HTTP 503: …; results in retrieval order, not reranked'
+ */
+export function rerankFailureWarning(
+  reranker: Pick<Reranker, 'modelId' | 'endpoint'>,
+  error: unknown,
+): string {
+  const where = reranker.endpoint ? ` at ${reranker.endpoint}` : '';
+  return `reranker ${reranker.modelId}${where}: ${rootMessage(error)}; results in retrieval order, not reranked`;
+}
+
+/** The result of {@link rerankOrKeepOrder}. */
+export interface RerankOutcome<T> {
+  /** At most `k` candidates: reranked, or in their retrieval order when reranking failed. */
+  chunks: (T | Reranked<T>)[];
+  /** Set when reranking failed: see {@link rerankFailureWarning}. */
+  warning?: string;
+}
+
+/**
+ * {@link rerankChunks} for serving: a reranker that fails (after its retries) or answers something unusable
+ * degrades the results to the first `k` candidates in retrieval order with a warning, because a search that
+ * still answers is better than an error while the cross-encoder is down.
+ * @throws {ValidationError} when `k` is not a non-negative integer.
+ * @example const { chunks, warning } = await rerankOrKeepOrder(reranker, query, candidates, 5);
+ */
+export async function rerankOrKeepOrder<T extends { text: string }>(
+  reranker: Reranker,
+  query: string,
+  chunks: T[],
+  k: number,
+): Promise<RerankOutcome<T>> {
+  try {
+    return { chunks: await rerankChunks(reranker, query, chunks, k) };
+  } catch (error) {
+    if (error instanceof ValidationError) throw error;
+    return { chunks: chunks.slice(0, k), warning: rerankFailureWarning(reranker, error) };
+  }
 }

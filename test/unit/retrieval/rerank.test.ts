@@ -1,9 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Ai4ragError, ValidationError } from '../../../shared/src/errors.js';
 import {
+  defaultRerankCandidates,
   RerankError,
   type Reranker,
+  rerankCandidatesProblem,
   rerankChunks,
+  rerankFailureWarning,
+  rerankOrKeepOrder,
   TeiReranker,
 } from '../../../shared/src/retrieval/rerank.js';
 import { type FakeTei, startFakeTei } from '../../support/fake-tei-server.js';
@@ -58,6 +62,24 @@ describe('TeiReranker', () => {
       raw_scores: false,
       truncate: true,
     });
+  });
+
+  it('sends the API key as a bearer token, and none without one', async () => {
+    // Prepare
+    server = await startFakeTei({ apiKey: 'tei-secret' });
+    const keyed = new TeiReranker({ baseURL: server.baseURL, apiKey: 'tei-secret' });
+    const anonymous = new TeiReranker({ baseURL: server.baseURL, ...noSleep() });
+    // Act
+    const scores = await keyed.rerank(QUERY, DOCS);
+    const refused = await anonymous.rerank(QUERY, DOCS).catch((e: unknown) => e);
+    // Assess
+    expect(scores).toEqual([0, 0.375, 1 / 6, 0.75]);
+    expect(server.requests.map((r) => [r.authorization, r.status])).toEqual([
+      ['Bearer tei-secret', 200],
+      [undefined, 401],
+    ]);
+    expect(refused).toMatchObject({ name: 'RerankError', status: 401, retryable: false });
+    expect(keyed.endpoint).toBe(server.baseURL);
   });
 
   it('reorders chunks end to end through the fake TEI server', async () => {
@@ -321,6 +343,93 @@ describe('rerankChunks', () => {
     );
     await expect(rerankChunks(reranker, 'q', [{ text: 'x' }], 1.5)).rejects.toThrow(
       ValidationError,
+    );
+  });
+});
+
+describe('rerank candidates', () => {
+  it.each([
+    [1, 20],
+    [3, 20],
+    [5, 20],
+    [6, 24],
+    [10, 40],
+    [50, 200],
+    [100, 200],
+  ])('defaults to max(20, 4k) capped at 200: k %i → %i', (k, expected) => {
+    // Act / Assess
+    expect(defaultRerankCandidates(k)).toBe(expected);
+  });
+
+  it.each([
+    [20, 5, undefined],
+    [5, 5, undefined],
+    [200, 5, undefined],
+    [4, 5, 'must be an integer in 5..200 (at least k), got 4'],
+    [201, 5, 'must be an integer in 5..200 (at least k), got 201'],
+    [7.5, 5, 'must be an integer in 5..200 (at least k), got 7.5'],
+    [250, 250, 'cannot rerank down to k 250: at most 200 candidates are reranked'],
+  ])('checks %s candidates for k %i', (candidates, k, expected) => {
+    // Act / Assess
+    expect(rerankCandidatesProblem(candidates, k)).toBe(expected);
+  });
+});
+
+describe('rerankOrKeepOrder', () => {
+  const chunks = DOCS.map((text, i) => ({ id: `c${i}`, text, score: 1 - i / 10 }));
+
+  it('keeps the top k by rerank score when the reranker answers', async () => {
+    // Prepare
+    server = await startFakeTei();
+    const reranker = new TeiReranker({ baseURL: server.baseURL, model: 'bge' });
+    // Act
+    const out = await rerankOrKeepOrder(reranker, QUERY, chunks, 2);
+    // Assess
+    expect(out.warning).toBeUndefined();
+    expect(out.chunks.map((c) => [c.id, c.score])).toEqual([
+      ['c3', 0.75],
+      ['c1', 0.375],
+    ]);
+  });
+
+  it('keeps the first k in retrieval order with a warning when the reranker keeps failing', async () => {
+    // Prepare: a 503 storm outlasting the retries
+    server = await startFakeTei({ failNext: { status: 503, count: 100 } });
+    const reranker = new TeiReranker({
+      baseURL: server.baseURL,
+      model: 'bge',
+      maxRetries: 1,
+      ...noSleep(),
+    });
+    // Act
+    const out = await rerankOrKeepOrder(reranker, QUERY, chunks, 2);
+    // Assess
+    expect(out.chunks).toEqual([chunks[0], chunks[1]]);
+    expect(out.warning).toBe(
+      `reranker bge at ${server.baseURL}: TEI /rerank answered HTTP 503: {"error":"injected failure 503","error_type":"fake"}; results in retrieval order, not reranked`,
+    );
+    expect(server.requests.map((r) => r.status)).toEqual([503, 503]);
+  });
+
+  it('keeps the retrieval order when the reranker answers the wrong number of scores', async () => {
+    // Prepare
+    const reranker = fixedReranker([0.5]);
+    // Act
+    const out = await rerankOrKeepOrder(reranker, QUERY, chunks, 3);
+    // Assess
+    expect(out.chunks.map((c) => c.id)).toEqual(['c0', 'c1', 'c2']);
+    expect(out.warning).toBe(
+      'reranker fixed: reranker fixed returned 1 scores for 4 documents; results in retrieval order, not reranked',
+    );
+  });
+
+  it('names the cause of a wrapped failure in the warning', () => {
+    // Prepare
+    const wrapped = new Error('reranker x failed', { cause: new Error('socket hang up') });
+    wrapped.name = 'RagTemplateError';
+    // Act / Assess
+    expect(rerankFailureWarning({ modelId: 'x', endpoint: 'http://h:1' }, wrapped)).toBe(
+      'reranker x at http://h:1: socket hang up; results in retrieval order, not reranked',
     );
   });
 });

@@ -1,4 +1,5 @@
 import { Ai4ragError, ValidationError } from '../errors.js';
+import { rerankFailureWarning } from '../retrieval/rerank.js';
 import type { RetrievedChunk, Retriever } from '../retrieval/retriever.js';
 import {
   buildMessages,
@@ -14,6 +15,8 @@ import type { ChatMessage, FoundationModel } from './types.js';
  */
 export interface RagReranker {
   readonly modelId: string;
+  /** Where the model is served, named in the warning when reranking fails. */
+  readonly endpoint?: string;
   rerank(query: string, documents: readonly string[]): Promise<number[]>;
 }
 
@@ -27,6 +30,12 @@ export interface RagRerankOptions {
   candidates: number;
   /** Passages kept after reranking and sent to the model. */
   k: number;
+  /**
+   * When the reranker fails (or answers unusable scores), keep the first `k` retrieved passages in retrieval
+   * order and report a warning instead of failing the call: serving prefers a degraded answer to an error,
+   * while an experiment must not score a non-reranked answer as a reranked configuration. @default false
+   */
+  fallback?: boolean;
 }
 
 /** Options of {@link SimpleRAG}. */
@@ -65,6 +74,8 @@ export interface RagAnswer {
   question: string;
   referenceDocuments: ReferenceDocument[];
   timing: RagTiming;
+  /** Degradations of this answer (a reranker failure under `fallback`); absent when there were none. */
+  warnings?: string[];
 }
 
 /** The result of {@link SimpleRAG.chat}: the caller's messages followed by the assistant's answer. */
@@ -74,7 +85,7 @@ export interface RagChatAnswer extends RagAnswer {
 
 /** One event of {@link SimpleRAG.generateStream}, in the order sources → token* → done. */
 export type RagStreamEvent =
-  | { type: 'sources'; referenceDocuments: ReferenceDocument[] }
+  | { type: 'sources'; referenceDocuments: ReferenceDocument[]; warnings?: string[] }
   | { type: 'token'; text: string }
   | { type: 'done'; timing: RagTiming };
 
@@ -100,6 +111,7 @@ interface Ranked {
   rerankMs: number;
   /** Clock reading after ranking, where generation starts. */
   t2: number;
+  warnings?: string[];
 }
 
 function checkQuestion(question: unknown): string {
@@ -175,6 +187,7 @@ export class SimpleRAG {
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
+      ...(ranked.warnings && { warnings: ranked.warnings }),
     };
   }
 
@@ -214,6 +227,7 @@ export class SimpleRAG {
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
+      ...(ranked.warnings && { warnings: ranked.warnings }),
       conversation: [
         ...messages.map((m) => ({ ...m })),
         { role: 'assistant', content: result.content },
@@ -234,7 +248,11 @@ export class SimpleRAG {
     checkQuestion(question);
     const ranked = await this.#retrieveAndRank(question, options.signal);
     const messages = buildMessages(this.#templates, question, ranked.chunks);
-    yield { type: 'sources', referenceDocuments: ranked.referenceDocuments };
+    yield {
+      type: 'sources',
+      referenceDocuments: ranked.referenceDocuments,
+      ...(ranked.warnings && { warnings: ranked.warnings }),
+    };
     for await (const text of this.#model.chatStream(messages, withSignal(options.signal))) {
       yield { type: 'token', text };
     }
@@ -267,7 +285,15 @@ export class SimpleRAG {
         t2: t1,
       };
     }
-    const chunks = await rerankChunks(rr, question, retrieved);
+    let chunks: RetrievedChunk[];
+    let warnings: string[] | undefined;
+    try {
+      chunks = await rerankChunks(rr, question, retrieved);
+    } catch (error) {
+      if (rr.fallback !== true) throw error;
+      chunks = retrieved.slice(0, rr.k);
+      warnings = [rerankFailureWarning(rr.reranker, error)];
+    }
     const t2 = this.#now();
     signal?.throwIfAborted();
     return {
@@ -277,6 +303,7 @@ export class SimpleRAG {
       retrieveMs: t1 - t0,
       rerankMs: t2 - t1,
       t2,
+      ...(warnings && { warnings }),
     };
   }
 }
@@ -306,7 +333,8 @@ async function rerankChunks(
       `reranker ${rr.reranker.modelId} returned ${Array.isArray(scores) ? scores.length : 'no'} scores for ${chunks.length} documents`,
     );
   }
-  if (!scores.every((s) => typeof s === 'number' && Number.isFinite(s))) {
+  // -Infinity is how TeiReranker scores a text the server left out of its answer: it ranks last.
+  if (!scores.every((s) => typeof s === 'number' && (Number.isFinite(s) || s === -Infinity))) {
     throw new RagTemplateError(`reranker ${rr.reranker.modelId} returned a non-finite score`);
   }
   return chunks

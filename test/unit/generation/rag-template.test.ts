@@ -69,6 +69,15 @@ class FakeReranker implements RagReranker {
   }
 }
 
+/** A reranker whose endpoint is down. */
+class FailingReranker implements RagReranker {
+  readonly modelId = 'fake/down';
+  readonly endpoint = 'http://127.0.0.1:9';
+  async rerank(): Promise<number[]> {
+    throw new Error('TEI /rerank answered HTTP 503');
+  }
+}
+
 /** A clock returning the given readings in order. */
 function scriptedClock(readings: number[]): () => number {
   let i = 0;
@@ -230,6 +239,105 @@ describe('SimpleRAG with a reranker', () => {
     await expect(rag.generate(QUESTION)).rejects.toThrow(
       new RagTemplateError('reranker fake/reranker returned 2 scores for 3 documents'),
     );
+  });
+
+  it('ranks a text the reranker left out (-Infinity) last', async () => {
+    // Prepare
+    const rag = new SimpleRAG({
+      retriever: new Retriever(await makeStore(), { numberOfChunks: 3 }),
+      model: new FakeModel(),
+      reranker: {
+        reranker: new FakeReranker([Number.NEGATIVE_INFINITY, 0.2, 0.7]),
+        candidates: 3,
+        k: 3,
+      },
+    });
+
+    // Act
+    const result = await rag.generate(QUESTION);
+
+    // Assess
+    expect(result.referenceDocuments.map((d) => d.documentId)).toEqual(['doc-c', 'doc-b', 'doc-a']);
+  });
+
+  it('fails with the reranker named when it throws and fallback is off', async () => {
+    // Prepare
+    const rag = new SimpleRAG({
+      retriever: new Retriever(await makeStore(), { numberOfChunks: 3 }),
+      model: new FakeModel(),
+      reranker: { reranker: new FailingReranker(), candidates: 3, k: 2 },
+    });
+
+    // Act / Assess
+    await expect(rag.generate(QUESTION)).rejects.toThrow(
+      new RagTemplateError('reranker fake/down failed'),
+    );
+  });
+
+  it('keeps the first k in retrieval order with a warning when the reranker fails under fallback', async () => {
+    // Prepare
+    const model = new FakeModel();
+    const rag = new SimpleRAG({
+      retriever: new Retriever(await makeStore(), { numberOfChunks: 3 }),
+      model,
+      templates: TEMPLATES,
+      reranker: { reranker: new FailingReranker(), candidates: 3, k: 2, fallback: true },
+      now: scriptedClock([0, 4, 9, 30]),
+    });
+
+    // Act
+    const result = await rag.generate(QUESTION);
+
+    // Assess
+    expect(result.referenceDocuments.map((d) => d.documentId)).toEqual(['doc-a', 'doc-b']);
+    expect(result.warnings).toEqual([
+      'reranker fake/down at http://127.0.0.1:9: TEI /rerank answered HTTP 503; results in retrieval order, not reranked',
+    ]);
+    expect(model.received[0]?.[1]?.content).toBe(`Q=${QUESTION} R=[1] ${EIFFEL}\n\n[2] ${FUJI}`);
+    expect(result.timing).toEqual({ retrieveMs: 4, rerankMs: 5, generateMs: 21, totalMs: 30 });
+  });
+
+  it('reports the fallback warning on chat and with the streamed sources', async () => {
+    // Prepare
+    const options = {
+      retriever: new Retriever(await makeStore(), { numberOfChunks: 3 }),
+      model: new FakeModel(['a']),
+      reranker: { reranker: new FailingReranker(), candidates: 3, k: 1, fallback: true },
+    };
+    const warning =
+      'reranker fake/down at http://127.0.0.1:9: TEI /rerank answered HTTP 503; results in retrieval order, not reranked';
+
+    // Act
+    const chat = await new SimpleRAG(options).chat([{ role: 'user', content: QUESTION }]);
+    const events = await collect(new SimpleRAG(options).generateStream(QUESTION));
+
+    // Assess
+    expect(chat.warnings).toEqual([warning]);
+    expect(events[0]).toEqual({
+      type: 'sources',
+      referenceDocuments: chat.referenceDocuments,
+      warnings: [warning],
+    });
+  });
+
+  it('answers without warnings when the reranker works', async () => {
+    // Prepare
+    const rag = new SimpleRAG({
+      retriever: new Retriever(await makeStore(), { numberOfChunks: 3 }),
+      model: new FakeModel(),
+      reranker: {
+        reranker: new FakeReranker([0.1, 0.9, 0.5]),
+        candidates: 3,
+        k: 2,
+        fallback: true,
+      },
+    });
+
+    // Act
+    const result = await rag.generate(QUESTION);
+
+    // Assess
+    expect('warnings' in result).toBe(false);
   });
 
   it('rejects a candidate count smaller than k', async () => {

@@ -1,5 +1,6 @@
 import { CHUNKING_LIMITS, CHUNKING_METHODS } from '../chunking/limits.js';
 import { ValidationError } from '../errors.js';
+import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
 import { mulberry32 } from '../util/random.js';
 
 /** A search space that cannot be built, enumerated or parsed (ai4rag's `SearchSpaceValueError`). */
@@ -41,7 +42,10 @@ export type Rule = (combination: Record<string, unknown>) => boolean;
 
 /**
  * ai4rag's searchable `AI4RAGParamNames`, in the order the default space lists them (which is also the
- * order of the Cartesian product: the last name varies fastest).
+ * order of the Cartesian product: the last name varies fastest), plus `reranker` and `rerank_candidates`
+ * (not in ai4rag and not in the default space: a space has them only when an override lists them; a
+ * combination without `reranker` is not reranked, one without `rerank_candidates` reranks
+ * `defaultRerankCandidates(number_of_chunks)` candidates).
  */
 export const PARAM_NAMES = Object.freeze({
   FOUNDATION_MODEL: 'foundation_model',
@@ -56,6 +60,8 @@ export const PARAM_NAMES = Object.freeze({
   RANKER_STRATEGY: 'ranker_strategy',
   RANKER_K: 'ranker_k',
   RANKER_ALPHA: 'ranker_alpha',
+  RERANKER: 'reranker',
+  RERANK_CANDIDATES: 'rerank_candidates',
 } as const);
 
 /** One of {@link PARAM_NAMES}' values. */
@@ -82,6 +88,12 @@ export const RETRIEVAL_LIMITS = Object.freeze({
 
 /** Sentinels meaning "no ranker": strategy `''`, ranker_k `0`, ranker_alpha `1` (100 % dense). */
 export const RANKER_SENTINELS = Object.freeze({ strategy: '', k: 0, alpha: 1 } as const);
+
+/**
+ * Sentinels meaning "no reranking": `reranker` `'none'` and `rerank_candidates` `0` (ai4rag's ranker
+ * sentinels, applied to the reranker).
+ */
+export const RERANKER_SENTINELS = Object.freeze({ model: 'none', candidates: 0 } as const);
 
 /**
  * Refuses to enumerate grids larger than this many raw combinations: the product is materialised in
@@ -292,7 +304,39 @@ export function ruleRankerAlphaForWeightedOnly(c: Record<string, unknown>): bool
     : a === RANKER_SENTINELS.alpha;
 }
 
-/** ai4rag's seven built-in rules, in its order. User rules are appended after them. */
+function isNoReranker(v: unknown): boolean {
+  return v === undefined || v === null || v === RERANKER_SENTINELS.model;
+}
+
+/**
+ * Rule 8 (ours; ai4rag has no reranking), in the style of rule 6: `reranker` `'none'` ⇒ `rerank_candidates`
+ * is the sentinel 0; a reranker model ⇒ `rerank_candidates ≠ 0`. Passes when either key is missing.
+ */
+export function ruleRerankCandidatesForRerankerOnly(c: Record<string, unknown>): boolean {
+  if (!has(c, PARAM_NAMES.RERANKER) || !has(c, PARAM_NAMES.RERANK_CANDIDATES)) return true;
+  const n = c[PARAM_NAMES.RERANK_CANDIDATES];
+  return isNoReranker(c[PARAM_NAMES.RERANKER])
+    ? n === RERANKER_SENTINELS.candidates
+    : n !== RERANKER_SENTINELS.candidates;
+}
+
+/**
+ * Rule 9 (ours): a reranker needs `rerank_candidates ≥ number_of_chunks`, since with fewer candidates than
+ * passages kept it could only reorder, never choose. Passes without a reranker, without
+ * `rerank_candidates` (the default is always ≥ k) or without `number_of_chunks`. Window retrieval is
+ * allowed: the reranker scores the expanded windows.
+ */
+export function ruleRerankCandidatesAtLeastNumberOfChunks(c: Record<string, unknown>): boolean {
+  if (isNoReranker(c[PARAM_NAMES.RERANKER])) return true;
+  const n = c[PARAM_NAMES.RERANK_CANDIDATES];
+  if (!has(c, PARAM_NAMES.NUMBER_OF_CHUNKS) || n === undefined || n === null) return true;
+  return (
+    n === RERANKER_SENTINELS.candidates ||
+    (n as number) >= (c[PARAM_NAMES.NUMBER_OF_CHUNKS] as number)
+  );
+}
+
+/** ai4rag's seven built-in rules, in its order, then rules 8 and 9 (reranking). User rules come after them. */
 export const BUILT_IN_RULES: readonly Rule[] = Object.freeze([
   ruleChunkOverlapForChunkingMethod,
   ruleChunkSizeBiggerThanChunkOverlap,
@@ -301,6 +345,8 @@ export const BUILT_IN_RULES: readonly Rule[] = Object.freeze([
   ruleSearchModeRankerConsistency,
   ruleRankerKForRrfOnly,
   ruleRankerAlphaForWeightedOnly,
+  ruleRerankCandidatesForRerankerOnly,
+  ruleRerankCandidatesAtLeastNumberOfChunks,
 ]);
 
 /** Options of {@link defaultSearchSpace}. */
@@ -571,6 +617,11 @@ const VALIDATORS: Record<ParamName, Validator> = {
     typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1
       ? undefined
       : 'must be a number in [0, 1] (1 is the no-ranker sentinel)',
+  reranker: (v) =>
+    typeof v === 'string' && v.trim() !== '' && v === v.trim()
+      ? undefined
+      : `must be '${RERANKER_SENTINELS.model}' or a reranker model id (optionally model@endpoint)`,
+  rerank_candidates: intIn(1, RERANK_CANDIDATES.MAX, RERANKER_SENTINELS.candidates),
 };
 
 /**

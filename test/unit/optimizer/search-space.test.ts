@@ -16,6 +16,8 @@ import {
   ruleChunkSizeWithinEmbeddingContextLength,
   ruleRankerAlphaForWeightedOnly,
   ruleRankerKForRrfOnly,
+  ruleRerankCandidatesAtLeastNumberOfChunks,
+  ruleRerankCandidatesForRerankerOnly,
   ruleSearchModeRankerConsistency,
   SearchSpaceError,
 } from '#shared/optimizer/search-space.js';
@@ -175,7 +177,7 @@ describe('default search space', () => {
 });
 
 describe('built-in rules', () => {
-  it('lists the seven rules in ai4rag order', () => {
+  it('lists the seven rules in ai4rag order, then the two reranking rules', () => {
     // Assess
     expect(BUILT_IN_RULES.map((r) => r.name)).toEqual([
       'ruleChunkOverlapForChunkingMethod',
@@ -185,6 +187,8 @@ describe('built-in rules', () => {
       'ruleSearchModeRankerConsistency',
       'ruleRankerKForRrfOnly',
       'ruleRankerAlphaForWeightedOnly',
+      'ruleRerankCandidatesForRerankerOnly',
+      'ruleRerankCandidatesAtLeastNumberOfChunks',
     ]);
   });
 
@@ -267,6 +271,45 @@ describe('built-in rules', () => {
     expect(r({ ranker_strategy: 'normalized', ranker_alpha: 1 })).toBe(true);
     expect(r({ ranker_alpha: 0.5 })).toBe(true);
   });
+
+  it.each([
+    ['none with the sentinel', { reranker: 'none', rerank_candidates: 0 }, true],
+    ['none with candidates', { reranker: 'none', rerank_candidates: 20 }, false],
+    ['a model with candidates', { reranker: 'bge', rerank_candidates: 20 }, true],
+    ['a model with the sentinel', { reranker: 'bge', rerank_candidates: 0 }, false],
+    ['a model without rerank_candidates', { reranker: 'bge' }, true],
+    ['no reranker key', { rerank_candidates: 20 }, true],
+  ])('rule 8 (candidates only with a reranker): %s', (_name, combination, expected) => {
+    // Act / Assess
+    expect(ruleRerankCandidatesForRerankerOnly(combination)).toBe(expected);
+  });
+
+  it.each([
+    ['candidates above k', { reranker: 'bge', rerank_candidates: 20, number_of_chunks: 10 }, true],
+    [
+      'candidates equal to k',
+      { reranker: 'bge', rerank_candidates: 10, number_of_chunks: 10 },
+      true,
+    ],
+    ['candidates below k', { reranker: 'bge', rerank_candidates: 5, number_of_chunks: 10 }, false],
+    ['the default count (always ≥ k)', { reranker: 'bge', number_of_chunks: 10 }, true],
+    ['no reranker', { reranker: 'none', rerank_candidates: 0, number_of_chunks: 10 }, true],
+    [
+      'window retrieval',
+      {
+        reranker: 'bge@tei',
+        rerank_candidates: 20,
+        number_of_chunks: 3,
+        retrieval_method: 'window',
+        window_size: 1,
+      },
+      true,
+    ],
+    ['no number_of_chunks key', { reranker: 'bge', rerank_candidates: 1 }, true],
+  ])('rule 9 (candidates ≥ number_of_chunks): %s', (_name, combination, expected) => {
+    // Act / Assess
+    expect(ruleRerankCandidatesAtLeastNumberOfChunks(combination)).toBe(expected);
+  });
 });
 
 describe('createSearchSpace', () => {
@@ -309,7 +352,7 @@ describe('createSearchSpace', () => {
     const space = createSearchSpace(params, { rules: [(c) => c.search_mode === 'vector'] });
 
     // Assess
-    expect(space.rules).toHaveLength(8);
+    expect(space.rules).toHaveLength(10);
     expect(space.size()).toBe(24);
   });
 
@@ -416,7 +459,7 @@ describe('overrides', () => {
         "'number_of_chunks' must be a non-empty array of values, got 3; " +
         "'ranker_k' value 101 must be an integer in 1..100 or the sentinel 0; " +
         "'search_mode' value 'graph' must be one of 'vector', 'hybrid'; " +
-        "unknown parameter 'temperature' (allowed: foundation_model, embedding_model, chunking_method, chunk_size, chunk_overlap, retrieval_method, window_size, number_of_chunks, search_mode, ranker_strategy, ranker_k, ranker_alpha).",
+        "unknown parameter 'temperature' (allowed: foundation_model, embedding_model, chunking_method, chunk_size, chunk_overlap, retrieval_method, window_size, number_of_chunks, search_mode, ranker_strategy, ranker_k, ranker_alpha, reranker, rerank_candidates).",
     );
     expect(() => parseSearchSpaceOverrides([1])).toThrow(/must be a JSON object/);
     expect(() => parseSearchSpaceOverrides({ window_size: [1.5] })).toThrow(
@@ -424,6 +467,59 @@ describe('overrides', () => {
     );
     expect(() => parseSearchSpaceOverrides({ foundation_model: [42] })).toThrow(
       /must be a model id string/,
+    );
+  });
+
+  it('adds a reranker dimension: none with the sentinel, each count only where it is at least k', () => {
+    // Prepare: vector search only, so the default grid is 8 chunking configs × 3 k = 24
+    const overrides = parseSearchSpaceOverrides({
+      search_mode: ['vector'],
+      reranker: ['none', 'bge', 'ms-marco@tei'],
+      rerank_candidates: [0, 5, 40],
+    });
+    const params = mergeSearchSpace(
+      defaultSearchSpace({ foundationModels: [FM], embeddingModels: [EM] }),
+      overrides,
+    );
+
+    // Act
+    const combos = createSearchSpace(params).combinations();
+
+    // Assess: none × 0 (24); each model × 5 with k 3 and 5 (16) and × 40 with every k (24)
+    expect(params.slice(-2)).toEqual([
+      { name: 'reranker', type: 'C', values: ['none', 'bge', 'ms-marco@tei'] },
+      { name: 'rerank_candidates', type: 'C', values: [0, 5, 40] },
+    ]);
+    const count = (reranker: string, candidates: number) =>
+      combos.filter((c) => c.reranker === reranker && c.rerank_candidates === candidates).length;
+    expect(combos).toHaveLength(24 + 2 * (16 + 24));
+    expect([count('none', 0), count('none', 5), count('bge', 0)]).toEqual([24, 0, 0]);
+    expect([count('bge', 5), count('bge', 40), count('ms-marco@tei', 40)]).toEqual([16, 24, 24]);
+    expect(
+      combos.filter((c) => c.rerank_candidates === 5 && c.number_of_chunks === 10),
+    ).toHaveLength(0);
+    const first = combos[0] as Record<string, unknown>;
+    expect(combinationKey({ ...first, reranker: 'bge', rerank_candidates: 5 })).not.toBe(
+      combinationKey(first),
+    );
+  });
+
+  it('rejects malformed reranker values up front, each named', () => {
+    // Act / Assess
+    expect(() =>
+      parseSearchSpaceOverrides({
+        reranker: ['none', '', ' bge', 42, 'none'],
+        rerank_candidates: [0, 201, 2.5],
+      }),
+    ).toThrow(
+      new SearchSpaceError(
+        "Invalid search space overrides: 'reranker' value '' must be 'none' or a reranker model id (optionally model@endpoint); " +
+          "'reranker' value ' bge' must be 'none' or a reranker model id (optionally model@endpoint); " +
+          "'reranker' value 42 must be 'none' or a reranker model id (optionally model@endpoint); " +
+          "'reranker' lists 'none' twice; " +
+          "'rerank_candidates' value 201 must be an integer in 1..200 or the sentinel 0; " +
+          "'rerank_candidates' value 2.5 must be an integer in 1..200 or the sentinel 0.",
+      ),
     );
   });
 

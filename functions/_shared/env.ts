@@ -4,7 +4,9 @@
  */
 import { z } from 'zod';
 import { DEFAULT_COLLECTION } from '../../shared/src/defaults.js';
+import { parseEndpoints, resolveModel } from '../../shared/src/endpoints.js';
 import { ValidationError } from '../../shared/src/errors.js';
+import { RERANK_CANDIDATES } from '../../shared/src/retrieval/rerank.js';
 
 /** An environment record (`ENV` in production, a literal in tests). */
 export type EnvRecord = Readonly<Record<string, string | undefined>>;
@@ -39,8 +41,20 @@ export const ServingPatternSchema = z.object({
       ranker_strategy: z.enum(['', 'rrf', 'weighted', 'normalized']).optional(),
       ranker_k: z.number().int().min(0).max(100).optional(),
       ranker_alpha: z.number().min(0).max(1).optional(),
+      /** Cross-encoder reranking of `candidates` fused passages down to `number_of_chunks`. */
+      reranker: z
+        .object({
+          model_id: z.string().min(1),
+          candidates: z.number().int().min(1).max(RERANK_CANDIDATES.MAX),
+        })
+        .loose()
+        .optional(),
     })
-    .loose(),
+    .loose()
+    .refine((r) => r.reranker === undefined || r.reranker.candidates >= r.number_of_chunks, {
+      message: 'reranker.candidates must be at least number_of_chunks',
+      path: ['reranker', 'candidates'],
+    }),
   generation: z
     .object({
       model_id: z.string().min(1),
@@ -71,6 +85,14 @@ export interface FunctionEnv {
   openaiApiKey?: string;
   pgvectorSecretArn?: string;
   milvusTokenSecretArn?: string;
+  /** The rerank endpoint (AI4RAG_RERANK_BASE_URL, see `shared/src/endpoints.ts`). */
+  rerankBaseUrl?: string;
+  /** The reranker model (AI4RAG_RERANK_MODEL; `model@name` for a named endpoint): reranks every query by default. */
+  rerankModel?: string;
+  /** Default candidates fetched before reranking (AI4RAG_RERANK_CANDIDATES). */
+  rerankCandidates?: number;
+  rerankApiKeySecretArn?: string;
+  rerankApiKey?: string;
   servingPattern?: ServingPattern;
 }
 
@@ -110,6 +132,10 @@ export function parseFunctionEnv(env: EnvRecord): FunctionEnv {
   set('openaiApiKey', 'OPENAI_API_KEY');
   set('pgvectorSecretArn', 'PGVECTOR_SECRET_ARN');
   set('milvusTokenSecretArn', 'MILVUS_TOKEN_SECRET_ARN');
+  set('rerankBaseUrl', 'AI4RAG_RERANK_BASE_URL');
+  set('rerankModel', 'AI4RAG_RERANK_MODEL');
+  set('rerankApiKeySecretArn', 'AI4RAG_RERANK_API_KEY_SECRET_ARN');
+  set('rerankApiKey', 'AI4RAG_RERANK_API_KEY');
   for (const [name, variable] of [
     ['ingest', 'AI4RAG_INGEST_QUEUE_URL'],
     ['chunk', 'AI4RAG_CHUNK_QUEUE_URL'],
@@ -120,7 +146,60 @@ export function parseFunctionEnv(env: EnvRecord): FunctionEnv {
   }
   const pattern = get(env, 'AI4RAG_SERVING_PATTERN');
   if (pattern !== undefined) out.servingPattern = parseServingPattern(pattern);
+  checkRerankEnv(env, out);
   return out;
+}
+
+/**
+ * The reranker settings must resolve to an endpoint before anything asks for reranking: the default model
+ * (AI4RAG_RERANK_MODEL) and the serving pattern's reranker go to the rerank endpoint (AI4RAG_RERANK_BASE_URL)
+ * or to the one they name (`model@name`, AI4RAG_ENDPOINT_<NAME>_BASE_URL).
+ */
+function checkRerankEnv(env: EnvRecord, out: FunctionEnv): void {
+  const candidates = get(env, 'AI4RAG_RERANK_CANDIDATES');
+  if (candidates !== undefined) {
+    const n = Number(candidates);
+    if (!/^\d+$/.test(candidates) || n < 1 || n > RERANK_CANDIDATES.MAX) {
+      throw new ValidationError(
+        `AI4RAG_RERANK_CANDIDATES must be an integer in 1..${RERANK_CANDIDATES.MAX}, got "${candidates}"`,
+      );
+    }
+    out.rerankCandidates = n;
+  }
+  const patternModel = out.servingPattern?.retrieval.reranker?.model_id;
+  const specs: [string, string][] = [];
+  if (out.rerankModel !== undefined) specs.push(['AI4RAG_RERANK_MODEL', out.rerankModel]);
+  if (patternModel !== undefined) specs.push(["the serving pattern's reranker", patternModel]);
+  if (specs.length === 0 && out.rerankBaseUrl === undefined) {
+    if (candidates !== undefined) {
+      throw new ValidationError(
+        'AI4RAG_RERANK_CANDIDATES needs a reranker: set AI4RAG_RERANK_BASE_URL (and AI4RAG_RERANK_MODEL to rerank by default)',
+      );
+    }
+    return;
+  }
+  // Only now: a deployment that does not rerank is not failed by another role's endpoint variables.
+  const endpoints = parseEndpoints(env);
+  for (const [what, spec] of specs) {
+    try {
+      if (resolveModel(endpoints, 'rerank', spec).endpoint === undefined) {
+        throw new ValidationError(
+          `"${spec}" is a local model; rerankers are served by an endpoint`,
+        );
+      }
+    } catch (error) {
+      throw new ValidationError(`${what}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+  if (
+    out.rerankModel !== undefined &&
+    patternModel !== undefined &&
+    out.rerankModel !== patternModel
+  ) {
+    throw new ValidationError(
+      `AI4RAG_RERANK_MODEL '${out.rerankModel}' differs from the serving pattern's reranker '${patternModel}' (the endpoint serves one model)`,
+    );
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Request → retrieval settings and result shaping shared by the search and generate handlers (and `ai4rag serve`).
- * The serving pattern (AI4RAG_SERVING_PATTERN) supplies defaults; the request may override k and the fusion.
+ * The serving pattern (AI4RAG_SERVING_PATTERN) supplies defaults; the request may override k, the fusion and
+ * the reranking.
  */
 import type { GenerateResponse, SearchResponse } from '../../shared/src/api/schemas.js';
 import {
@@ -9,6 +10,7 @@ import {
   SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
+import { ValidationError } from '../../shared/src/errors.js';
 import {
   LOCAL_EXTRACTIVE_MODEL_ID,
   LocalExtractiveModel,
@@ -17,6 +19,12 @@ import type { RagAnswer, ReferenceDocument } from '../../shared/src/generation/r
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { DEFAULT_TEMPLATES, type PromptTemplates } from '../../shared/src/generation/templates.js';
 import type { TermStats } from '../../shared/src/generation/term-stats.js';
+import {
+  defaultRerankCandidates,
+  type Reranker,
+  rerankCandidatesProblem,
+  rerankOrKeepOrder,
+} from '../../shared/src/retrieval/rerank.js';
 import {
   type RetrievedChunk,
   Retriever,
@@ -38,6 +46,61 @@ export interface RetrievalRequest {
   ranker_k?: number | undefined;
   ranker_alpha?: number | undefined;
   filter?: MetadataFilter | undefined;
+  /** `false` turns reranking off; an object turns it on (or adjusts the default). */
+  rerank?: false | { model?: string | undefined; candidates?: number | undefined } | undefined;
+}
+
+/** Reranking of one request: `candidates` fused passages scored by `model`, the best k kept. */
+export interface RerankPlan {
+  model: string;
+  candidates: number;
+  k: number;
+}
+
+/** Label of the reranker when neither the request nor the deployment names the endpoint's model. */
+export const DEFAULT_RERANK_MODEL = 'tei';
+
+/**
+ * Whether and how a request is reranked: the request's `rerank` first (`false` is off), else on when the
+ * deployment knows its reranker model (AI4RAG_RERANK_MODEL or the serving pattern's reranker). Candidates: the
+ * request's, else the deployment's when at least k, else {@link defaultRerankCandidates}.
+ * @throws {ValidationError} (HTTP 400) when reranking is asked for without an endpoint, for a model the
+ * endpoint does not serve, or for fewer candidates than k.
+ */
+export function rerankPlanFor(
+  config: RuntimeConfig,
+  request: RetrievalRequest,
+  k: number,
+): RerankPlan | undefined {
+  const asked = request.rerank;
+  if (asked === false) return undefined;
+  const served = config.rerank;
+  if (asked === undefined && served?.model === undefined) return undefined;
+  if (served === undefined) {
+    throw new ValidationError(
+      'rerank: this deployment has no reranker endpoint (AI4RAG_RERANK_BASE_URL / CDK context rerankBaseUrl)',
+    );
+  }
+  if (asked?.model !== undefined && served.model !== undefined && asked.model !== served.model) {
+    throw new ValidationError(
+      `rerank.model: '${asked.model}' is not served here; the reranker endpoint serves '${served.model}'`,
+    );
+  }
+  const fallback =
+    served.candidates !== undefined && served.candidates >= k
+      ? served.candidates
+      : defaultRerankCandidates(k);
+  const candidates = asked?.candidates ?? fallback;
+  const problem = rerankCandidatesProblem(candidates, k);
+  if (problem !== undefined) throw new ValidationError(`rerank.candidates ${problem}`);
+  return { model: asked?.model ?? served.model ?? DEFAULT_RERANK_MODEL, candidates, k };
+}
+
+async function rerankerOf(rt: Runtime, plan: RerankPlan): Promise<Reranker> {
+  if (rt.reranker === undefined) {
+    throw new ValidationError('rerank: this runtime has no reranker');
+  }
+  return rt.reranker(plan.model);
 }
 
 /** Chunks returned when neither the request nor the serving pattern says. */
@@ -109,15 +172,34 @@ export function toSearchHit(hit: RetrievedChunk): SearchResponse['results'][numb
   };
 }
 
-/** Runs a search. */
+/**
+ * Runs a search: the fused candidates, reranked to k when the request or the deployment asks for it. A reranker
+ * that fails leaves the first k candidates in retrieval order, with a warning.
+ */
 export async function runSearch(
   rt: Runtime,
   query: string,
   request: RetrievalRequest,
 ): Promise<SearchResponse> {
+  const options = retrieverOptionsFor(rt.config, request);
+  const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
+  const reranker = plan && (await rerankerOf(rt, plan));
   const { store } = await openReader(rt);
-  const hits = await new Retriever(store, retrieverOptionsFor(rt.config, request)).retrieve(query);
-  return { query, collection: store.collectionName, results: hits.map(toSearchHit) };
+  const retriever = new Retriever(store, {
+    ...options,
+    ...(plan && { numberOfChunks: plan.candidates }),
+  });
+  const hits = await retriever.retrieve(query);
+  if (!plan || !reranker) {
+    return { query, collection: store.collectionName, results: hits.map(toSearchHit) };
+  }
+  const { chunks, warning } = await rerankOrKeepOrder(reranker, query, hits, plan.k);
+  return {
+    query,
+    collection: store.collectionName,
+    results: chunks.map(toSearchHit),
+    ...(warning !== undefined && { warnings: [warning] }),
+  };
 }
 
 /** Prompt templates of the serving pattern, else the defaults. */
@@ -137,6 +219,9 @@ export async function ragFor(
   rt: Runtime,
   request: RetrievalRequest,
 ): Promise<{ rag: SimpleRAG; modelId: string }> {
+  const options = retrieverOptionsFor(rt.config, request);
+  const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
+  const reranker = plan && (await rerankerOf(rt, plan));
   const { store } = await openReader(rt);
   const templates = templatesFor(rt.config);
   let model = await rt.model();
@@ -147,9 +232,16 @@ export async function ragFor(
     model = new LocalExtractiveModel({ templates, ...(termStats && { termStats }) });
   }
   const rag = new SimpleRAG({
-    retriever: new Retriever(store, retrieverOptionsFor(rt.config, request)),
+    retriever: new Retriever(store, {
+      ...options,
+      ...(plan && { numberOfChunks: plan.candidates }),
+    }),
     model,
     templates,
+    ...(plan &&
+      reranker && {
+        reranker: { reranker, candidates: plan.candidates, k: plan.k, fallback: true },
+      }),
   });
   return { rag, modelId: model.modelId };
 }
@@ -198,5 +290,6 @@ export function toGenerateResponse(answer: RagAnswer, modelId: string): Generate
     model: modelId,
     reference_documents: answer.referenceDocuments.map(toReference),
     timing: toTiming(answer.timing),
+    ...(answer.warnings !== undefined && { warnings: answer.warnings }),
   };
 }

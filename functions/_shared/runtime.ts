@@ -15,6 +15,7 @@ import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { DEFAULT_CHUNKING } from '../../shared/src/defaults.js';
 import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
+import { type Endpoints, parseEndpoints, resolveModel } from '../../shared/src/endpoints.js';
 import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import {
   LOCAL_EXTRACTIVE_MODEL_ID,
@@ -23,6 +24,7 @@ import {
 import { OpenAIFoundationModel } from '../../shared/src/generation/openai-model.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import { FsObjectStore, type ObjectStore } from '../../shared/src/ports/object-store.js';
+import { type Reranker, TeiReranker } from '../../shared/src/retrieval/rerank.js';
 import { pgVectorConfigFromEnv } from '../../shared/src/vectorstores/config.js';
 import { milvusConfigFromEnv } from '../../shared/src/vectorstores/milvus/config.js';
 import { MilvusVectorStore } from '../../shared/src/vectorstores/milvus/milvus-store.js';
@@ -55,7 +57,20 @@ export interface RuntimeConfig {
   embeddingModel: string;
   /** Chunking of the knowledge base (serving pattern, else the defaults). */
   chunking: ChunkingOptions;
+  /**
+   * Reranking, when a TEI-compatible endpoint is configured (AI4RAG_RERANK_BASE_URL, or the one the default
+   * model names): the default model (AI4RAG_RERANK_MODEL, else the serving pattern's reranker) — when set,
+   * every query is reranked unless it opts out — and the default number of candidates
+   * (AI4RAG_RERANK_CANDIDATES, else the pattern's).
+   */
+  rerank?: { model?: string; candidates?: number };
   servingPattern?: ServingPattern;
+}
+
+/** Options of {@link Runtime.reranker}. */
+export interface RerankerOptions {
+  /** TeiReranker's own timeout and retries (30 s, 3) instead of the query path's. @default false */
+  patient?: boolean;
 }
 
 /** Options of {@link Runtime.openStore}. */
@@ -75,6 +90,13 @@ export interface Runtime {
   embedder(modelId?: string): Promise<Embedder>;
   /** OpenAI-compatible when OPENAI_BASE_URL is set, else the local extractive model. Cached per id. */
   model(modelId?: string): Promise<FoundationModel>;
+  /**
+   * The TEI-compatible reranker of a model id: at AI4RAG_RERANK_BASE_URL, or at the endpoint `model@name`
+   * names (AI4RAG_ENDPOINT_<NAME>_BASE_URL). Cached per id; rejects with a ValidationError when the id resolves
+   * to no endpoint. Query-time rerankers give up quickly (the answer then keeps the retrieval order); `patient`
+   * ones (experiment trials, where a failure fails the question) wait and retry longer.
+   */
+  reranker?(modelId: string, options?: RerankerOptions): Promise<Reranker>;
   /** Cached per (collection, embedding model); the stores share one connection pool. */
   openStore(
     collection: string,
@@ -141,13 +163,57 @@ function runtimeConfig(fenv: FunctionEnv): RuntimeConfig {
         chunkOverlap: p.chunking.chunk_overlap,
       }
     : { ...DEFAULT_CHUNKING };
+  const patternReranker = p?.retrieval.reranker;
+  const rerankModel = fenv.rerankModel ?? patternReranker?.model_id;
+  const rerankCandidates = fenv.rerankCandidates ?? patternReranker?.candidates;
   return {
     collection: fenv.collection,
     store: fenv.store,
     embeddingModel: p?.embedding?.model_id ?? fenv.embeddingModel ?? DEFAULT_EMBEDDING_MODEL,
     chunking,
+    ...((fenv.rerankBaseUrl !== undefined || rerankModel !== undefined) && {
+      rerank: {
+        ...(rerankModel !== undefined && { model: rerankModel }),
+        ...(rerankCandidates !== undefined && { candidates: rerankCandidates }),
+      },
+    }),
     ...(p && { servingPattern: p }),
   };
+}
+
+/**
+ * Per-attempt timeout and retries of the query path's reranker: a failure must be known (and degraded to the
+ * retrieval order) within API Gateway's 29 s, next to retrieval and generation.
+ */
+const QUERY_RERANK = Object.freeze({ timeoutMs: 8_000, maxRetries: 1 });
+
+/**
+ * Rerankers per model id, on the endpoint the id resolves to (`shared/src/endpoints.ts`, role `rerank`);
+ * `roleKey` is the rerank endpoint's key (a secret in the cloud), named endpoints carry their own.
+ */
+function rerankerFactory(
+  env: EnvRecord,
+  roleKey: ApiKeySource,
+): (modelId: string, options?: RerankerOptions) => Promise<Reranker> {
+  const cache = keyedMemo<Reranker>();
+  let endpoints: Endpoints | undefined;
+  return (modelId, options = {}) =>
+    cache(`${options.patient === true ? 'patient' : 'query'}\u0000${modelId}`, async () => {
+      endpoints ??= parseEndpoints(env);
+      const { endpoint } = resolveModel(endpoints, 'rerank', modelId);
+      if (endpoint === undefined) {
+        throw new ValidationError(
+          `reranker "${modelId}" is a local model id; rerankers are served by an endpoint`,
+        );
+      }
+      const key = endpoint.name === 'rerank' ? await roleKey() : endpoint.apiKey;
+      return new TeiReranker({
+        baseURL: endpoint.baseURL,
+        model: modelId,
+        ...(key !== undefined && { apiKey: key }),
+        ...(options.patient !== true && QUERY_RERANK),
+      });
+    });
 }
 
 /** How the OpenAI-compatible API key is found: a secret (cloud) or a plain value (local). */
@@ -242,6 +308,11 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
         ])
       : fenv.openaiApiKey;
 
+  const rerankKey: ApiKeySource = async () =>
+    fenv.rerankApiKeySecretArn
+      ? getSecretToken(secretsClient(), fenv.rerankApiKeySecretArn, ['apiKey', 'api_key', 'token'])
+      : fenv.rerankApiKey;
+
   const bucket = (name: string | undefined, variable: string): string => {
     if (!name) throw new ValidationError(`${variable} is not set`);
     return name;
@@ -311,6 +382,7 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
     },
     embedder: embedderFactory(config, fenv, apiKey),
     model: modelFactory(fenv, apiKey),
+    reranker: rerankerFactory(env, rerankKey),
     openStore(collection, embedder, options = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());
       return stores(`${collection}\u0000${embedder.modelId}`, async () => {
@@ -438,6 +510,7 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     queue: (name) => queues[name],
     embedder: embedderFactory(config, fenv, apiKey),
     model: modelFactory(fenv, apiKey),
+    reranker: rerankerFactory(env, async () => fenv.rerankApiKey),
     openStore(collection, embedder, openOptions = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());
       return stores(`${collection}\u0000${embedder.modelId}`, async () => {

@@ -12,8 +12,9 @@ export function formatSseEvent(event: string, data: unknown): string {
 }
 
 /**
- * Writes a RAG stream as SSE frames `sources`, `token`*, `done`; a failure mid-stream becomes an `error` frame
- * (the status line is already sent), without internals unless it is a client error.
+ * Writes a RAG stream as SSE frames `sources` (with `warnings` when reranking degraded), `token`*, `done`; a
+ * failure mid-stream becomes an `error` frame (the status line is already sent), without internals unless it
+ * is a client error.
  * @example await writeSse(rag.generateStream(q), (chunk) => res.write(chunk));
  */
 export async function writeSse(
@@ -27,6 +28,7 @@ export async function writeSse(
         await write(
           formatSseEvent('sources', {
             reference_documents: e.referenceDocuments.map(toReference),
+            ...(e.warnings !== undefined && { warnings: e.warnings }),
           }),
         );
       } else if (e.type === 'token') {

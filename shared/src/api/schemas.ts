@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
 
 /** Error body of every non-2xx answer. */
 export const ErrorResponse = z
@@ -28,7 +29,37 @@ const RetrievalFields = {
   ranker_k: z.number().int().min(1).max(100).optional(),
   ranker_alpha: z.number().min(0).lt(1).optional(),
   filter: MetadataFilter.optional(),
+  rerank: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        model: z.string().trim().min(1).max(200).optional().meta({
+          description:
+            "the reranker's model; must be the one the endpoint serves when the deployment names it",
+        }),
+        candidates: z
+          .number()
+          .int()
+          .min(1)
+          .max(RERANK_CANDIDATES.MAX)
+          .optional()
+          .meta({
+            description: `fused passages fetched and reranked down to k (≥ k; default max(${RERANK_CANDIDATES.MIN_DEFAULT}, ${RERANK_CANDIDATES.FACTOR}k), at most ${RERANK_CANDIDATES.MAX})`,
+          }),
+      }),
+    ])
+    .optional()
+    .meta({
+      description:
+        'cross-encoder reranking (TEI-compatible endpoint): an object turns it on or adjusts it, false turns off a deployment default',
+    }),
 };
+
+/** Degradations of an answer, e.g. a reranker that failed (results then in retrieval order). */
+const Warnings = z
+  .array(z.string())
+  .optional()
+  .meta({ description: 'present only when something degraded, e.g. a failed reranker' });
 
 /** POST /search body: a query and optional retrieval overrides. */
 export const SearchRequest = z
@@ -51,7 +82,12 @@ export const SearchHitSchema = z
 
 /** POST /search answer. */
 export const SearchResponse = z
-  .object({ query: z.string(), collection: z.string(), results: z.array(SearchHitSchema) })
+  .object({
+    query: z.string(),
+    collection: z.string(),
+    results: z.array(SearchHitSchema),
+    warnings: Warnings,
+  })
   .meta({ id: 'SearchResponse' });
 /** POST /search answer, typed. */
 export type SearchResponse = z.infer<typeof SearchResponse>;
@@ -90,7 +126,7 @@ const ReferenceDocumentSchema = z
 const TimingSchema = z
   .object({
     retrieve_ms: z.number(),
-    rerank_ms: z.number(),
+    rerank_ms: z.number().meta({ description: '0 when the answer was not reranked' }),
     generate_ms: z.number(),
     total_ms: z.number(),
   })
@@ -104,6 +140,7 @@ export const GenerateResponse = z
     model: z.string(),
     reference_documents: z.array(ReferenceDocumentSchema),
     timing: TimingSchema,
+    warnings: Warnings,
   })
   .meta({ id: 'GenerateResponse' });
 /** POST /generate answer, typed. */

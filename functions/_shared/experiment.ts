@@ -36,12 +36,15 @@ export function experimentDeps(
   runtime: Runtime,
   listeners: ExperimentListeners = {},
 ): ExperimentDeps {
+  const reranker = runtime.reranker;
   return {
     artifacts: runtime.objectStore,
     documents: runtime.documents,
     storeKind: runtime.config.store,
     embedder: (id) => runtime.embedder(id),
     model: (id) => runtime.model(id),
+    // Patient: a trial's question fails when its reranker does, so it waits and retries longer than a query.
+    ...(reranker !== undefined && { reranker: (id: string) => reranker(id, { patient: true }) }),
     openStore: (collection, embedder, options) => runtime.openStore(collection, embedder, options),
     ...(listeners.onEvent && { onEvent: listeners.onEvent }),
     ...(listeners.onPattern && { onPattern: listeners.onPattern }),

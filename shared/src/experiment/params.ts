@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import type { ChunkingMethod, ChunkingOptions } from '../chunking/types.js';
 import { ValidationError } from '../errors.js';
 import { DEFAULT_TEMPLATES, type PromptTemplates } from '../generation/templates.js';
-import type { ModelRef } from '../optimizer/search-space.js';
+import { type ModelRef, RERANKER_SENTINELS } from '../optimizer/search-space.js';
+import { defaultRerankCandidates } from '../retrieval/rerank.js';
 import type { RetrieverOptions } from '../retrieval/retriever.js';
 import type { RankerStrategy, SearchMode } from '../vectorstores/types.js';
 import type { PatternSettings, TrialConfig } from './types.js';
@@ -29,6 +30,8 @@ export interface TrialSettings {
     rankerStrategy: RankerStrategy;
     rankerK: number;
     rankerAlpha: number;
+    /** Absent when not reranked; else `candidates` passages are fetched and reranked to `numberOfChunks`. */
+    reranker?: { model: string; candidates: number };
   };
 }
 
@@ -66,13 +69,27 @@ function str<T extends string>(config: TrialConfig, name: string, fallback: T): 
 
 /**
  * Reads a combination into typed settings; parameters a user search space omits take ai4rag's defaults
- * (recursive 512/128 chunks, simple retrieval of 5 chunks, vector search).
+ * (recursive 512/128 chunks, simple retrieval of 5 chunks, vector search, no reranking). A reranker without
+ * `rerank_candidates` (or with the sentinel 0) reranks `defaultRerankCandidates(number_of_chunks)`.
  * @throws {ValidationError} when a value has the wrong type.
  */
 export function trialSettings(config: TrialConfig): TrialSettings {
   const em = model(config.embedding_model, 'embedding_model');
   const fm = model(config.foundation_model, 'foundation_model');
   const searchMode = str<SearchMode>(config, 'search_mode', 'vector');
+  const numberOfChunks = num(config, 'number_of_chunks', 5);
+  const reranker = str<string>(config, 'reranker', RERANKER_SENTINELS.model);
+  const candidates = num(config, 'rerank_candidates', RERANKER_SENTINELS.candidates);
+  const rerank =
+    reranker === RERANKER_SENTINELS.model
+      ? undefined
+      : {
+          model: reranker,
+          candidates:
+            candidates === RERANKER_SENTINELS.candidates
+              ? defaultRerankCandidates(numberOfChunks)
+              : candidates,
+        };
   return {
     foundationModel: fm.modelId,
     embeddingModel: em.modelId,
@@ -85,13 +102,20 @@ export function trialSettings(config: TrialConfig): TrialSettings {
     retrieval: {
       method: str<'simple' | 'window'>(config, 'retrieval_method', 'simple'),
       windowSize: num(config, 'window_size', 0),
-      numberOfChunks: num(config, 'number_of_chunks', 5),
+      numberOfChunks,
       searchMode,
       rankerStrategy: str<RankerStrategy>(config, 'ranker_strategy', ''),
       rankerK: num(config, 'ranker_k', 0),
       rankerAlpha: num(config, 'ranker_alpha', 1),
+      ...(rerank !== undefined && { reranker: rerank }),
     },
   };
+}
+
+/** The pattern's and RAG params' reranker block: absent without reranking, so such keys stay as before. */
+function rerankerParams(s: TrialSettings) {
+  const r = s.retrieval.reranker;
+  return r === undefined ? {} : { reranker: { model_id: r.model, candidates: r.candidates } };
 }
 
 /** ai4rag's `indexing_params` (spec 5.1); equal indexing params share one index. */
@@ -124,6 +148,7 @@ export function ragParams(s: TrialSettings, templates: PromptTemplates = DEFAULT
       ranker_strategy: s.retrieval.rankerStrategy,
       ranker_k: s.retrieval.rankerK,
       ranker_alpha: s.retrieval.rankerAlpha,
+      ...rerankerParams(s),
     },
     generation: {
       model_id: s.foundationModel,
@@ -176,11 +201,14 @@ export function resultCacheKey(
   );
 }
 
-/** The retriever options of a trial. */
+/**
+ * The retriever options of a trial. With a reranker the retriever fetches its candidates (the RAG template
+ * reranks them down to `numberOfChunks`).
+ */
 export function retrieverOptions(s: TrialSettings): RetrieverOptions {
   const r = s.retrieval;
   return {
-    numberOfChunks: r.numberOfChunks,
+    numberOfChunks: r.reranker?.candidates ?? r.numberOfChunks,
     method: r.method,
     windowSize: r.windowSize,
     searchMode: r.searchMode,
@@ -194,7 +222,7 @@ export function retrieverOptions(s: TrialSettings): RetrieverOptions {
 
 /**
  * The payload `settings` of a pattern (spec 5.4): optional retrieval keys only where they apply (window size when
- * > 0, ranker strategy for hybrid, k for rrf, alpha for weighted).
+ * > 0, ranker strategy for hybrid, k for rrf, alpha for weighted, the reranker when reranked).
  */
 export function patternSettings(
   s: TrialSettings,
@@ -223,6 +251,7 @@ export function patternSettings(
       ...(r.searchMode === 'hybrid' && r.rankerStrategy === 'rrf' && { ranker_k: r.rankerK }),
       ...(r.searchMode === 'hybrid' &&
         r.rankerStrategy === 'weighted' && { ranker_alpha: r.rankerAlpha }),
+      ...rerankerParams(s),
     },
     generation: gen,
   };

@@ -181,6 +181,12 @@ function renderHeader(data: ReportData): string {
   );
 }
 
+/** The reranker and its candidate count; `none` without reranking. */
+function rerankerText(s: PatternPayload['settings']): string {
+  const r = s.retrieval.reranker;
+  return r === undefined ? 'none' : `${r.model_id} (${r.candidates} candidates)`;
+}
+
 function settingsRows(pattern: PatternPayload): [string, unknown][] {
   const s = pattern.settings;
   const rows: [string, unknown][] = [
@@ -200,6 +206,7 @@ function settingsRows(pattern: PatternPayload): [string, unknown][] {
     rows.push(['Ranker strategy', s.retrieval.ranker_strategy]);
   if (s.retrieval.ranker_k !== undefined) rows.push(['Ranker k', s.retrieval.ranker_k]);
   if (s.retrieval.ranker_alpha !== undefined) rows.push(['Ranker alpha', s.retrieval.ranker_alpha]);
+  if (s.retrieval.reranker !== undefined) rows.push(['Reranker', rerankerText(s)]);
   rows.push(
     ['Foundation model', s.generation.model_id],
     ['Temperature', s.generation.temperature],
@@ -255,6 +262,7 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
     entries.map((e) => e.pattern),
     data.optimization_metric,
   );
+  const reranked = entries.some((e) => e.pattern.settings.retrieval.reranker !== undefined);
   const configHead = [
     'Chunking method',
     'Chunk size',
@@ -266,6 +274,8 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
     'Ranker strategy',
     'Ranker k',
     'Ranker alpha',
+    // Only when some pattern reranks, so reports of experiments without reranking keep their columns.
+    ...(reranked ? ['Reranker'] : []),
     'Foundation model',
   ];
   const head = [
@@ -288,6 +298,7 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
       s.retrieval.ranker_strategy,
       s.retrieval.ranker_k,
       s.retrieval.ranker_alpha,
+      ...(reranked ? [rerankerText(s)] : []),
       s.generation.model_id,
     ];
     return (

@@ -36,6 +36,7 @@ import {
   parseSearchSpaceOverrides,
 } from '../optimizer/search-space.js';
 import { getJson, type ObjectStore, putJson } from '../ports/object-store.js';
+import type { Reranker } from '../retrieval/rerank.js';
 import { Retriever } from '../retrieval/retriever.js';
 import { mapLimit } from '../util/concurrency.js';
 import { mulberry32 } from '../util/random.js';
@@ -90,6 +91,11 @@ export interface ExperimentDeps {
   storeKind: string;
   embedder(modelId: string): Promise<Embedder>;
   model(modelId: string): Promise<FoundationModel>;
+  /**
+   * The reranker of a search space's `reranker` value (its model id); needed only when the space reranks, and
+   * expected to reject with a ValidationError when no reranker endpoint is configured.
+   */
+  reranker?(modelId: string): Promise<Reranker>;
   /** A store the runtime owns (cached, closed by the runtime): do not close it. */
   openStore(
     collection: string,
@@ -437,6 +443,7 @@ export async function prepareExperiment(
     if (candidates.length === 0) {
       throw new ValidationError('The search space has no valid combination.');
     }
+    await checkRerankers(deps, candidates, log);
     const corpusHash = sha256Hex(
       stableStringify(documents.map((d) => [d.key, d.contentHash]).sort()),
     );
@@ -468,6 +475,36 @@ export async function prepareExperiment(
     );
     return { experimentId, prefix, trialConcurrency: input.trialConcurrency };
   });
+}
+
+/**
+ * Resolves every reranker the search space names before any trial runs, so a missing endpoint fails the
+ * experiment at once instead of failing every reranked trial.
+ */
+async function checkRerankers(
+  deps: ExperimentDeps,
+  candidates: readonly TrialConfig[],
+  log: EventLog,
+): Promise<void> {
+  const models = new Set<string>();
+  for (const c of candidates) {
+    const reranker = trialSettings(c).retrieval.reranker;
+    if (reranker !== undefined) models.add(reranker.model);
+  }
+  if (models.size === 0) return;
+  if (deps.reranker === undefined) {
+    throw new ValidationError(
+      `The search space reranks with ${[...models].map((m) => `'${m}'`).join(', ')}, but this runtime has no reranker.`,
+    );
+  }
+  for (const model of models) {
+    const reranker = await deps.reranker(model);
+    log.emit(
+      'info',
+      `Reranking candidates with '${model}'${reranker.endpoint ? ` at ${reranker.endpoint}` : ''}.`,
+      'optimization',
+    );
+  }
 }
 
 function planFor(state: ExperimentState, config: TrialConfig, n: number): TrialPlan {
@@ -777,13 +814,26 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
         : await deps.model(settings.foundationModel);
     log.emit(
       'info',
-      `Retrieval and generation using collection: '${plan.collection}' and foundation model: '${settings.foundationModel}'.`,
+      `Retrieval and generation using collection: '${plan.collection}' and foundation model: '${settings.foundationModel}'${settings.retrieval.reranker ? `, reranking ${settings.retrieval.reranker.candidates} candidates with '${settings.retrieval.reranker.model}'` : ''}.`,
       'generation',
     );
+    const rr = settings.retrieval.reranker;
+    if (rr !== undefined && deps.reranker === undefined) {
+      throw new TrialError(
+        `${plan.patternName} reranks with '${rr.model}', but this runtime has no reranker.`,
+      );
+    }
+    const reranker = rr === undefined ? undefined : await deps.reranker?.(rr.model);
     const rag = new SimpleRAG({
       retriever: new Retriever(store, retrieverOptions(settings)),
       model,
       templates: DEFAULT_TEMPLATES,
+      // No fallback: a question the reranker failed on fails (and is recorded), rather than being scored as if
+      // this configuration had been reranked.
+      ...(rr !== undefined &&
+        reranker !== undefined && {
+          reranker: { reranker, candidates: rr.candidates, k: settings.retrieval.numberOfChunks },
+        }),
     });
     const answers = await mapLimit(questions, state.input.questionConcurrency, async (q) => {
       try {

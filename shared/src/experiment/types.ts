@@ -57,6 +57,8 @@ export interface PatternSettings {
     ranker_strategy?: string;
     ranker_k?: number;
     ranker_alpha?: number;
+    /** Cross-encoder reranking of `candidates` fused passages down to `number_of_chunks`. */
+    reranker?: { model_id: string; candidates: number };
   };
   generation: {
     model_id: string;

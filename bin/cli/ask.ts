@@ -8,11 +8,13 @@ import { OpenAIFoundationModel } from '../../shared/src/generation/openai-model.
 import type { RagAnswer } from '../../shared/src/generation/rag-template.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import type { OptionSpec } from './args.js';
+import { RERANK_OPTIONS } from './rerank.js';
 
-/** Flags of `ai4rag ask` beyond the collection and retrieval ones. */
+/** Flags of `ai4rag ask` beyond the collection and retrieval ones (reranking included). */
 export const ASK_OPTIONS: OptionSpec = {
   k: { type: 'string' },
   model: { type: 'string' },
+  ...RERANK_OPTIONS,
 };
 
 /**

@@ -21,6 +21,7 @@ import { parseScoreTable, simulateOptimizer } from '../../shared/src/optimizer/s
 import { getJson, putJson } from '../../shared/src/ports/object-store.js';
 import { type OptionSpec, optInt, type Parsed, str } from './args.js';
 import { runLocalExperiment } from './local-state-machine.js';
+import { experimentRerank, RERANK_OPTIONS } from './rerank.js';
 
 type Io = { out(line: string): void; err(line: string): void };
 
@@ -42,6 +43,7 @@ export const EXPERIMENT_OPTIONS: OptionSpec = {
   metric: { type: 'string' },
   'judge-model': { type: 'string' },
   quiet: { type: 'boolean' },
+  ...RERANK_OPTIONS,
 };
 
 /** Flags of `ai4rag optimizer-sim`. */
@@ -90,7 +92,8 @@ function describeConfig(p: PatternPayload): string {
     r.search_mode === 'hybrid'
       ? ` ${r.ranker_strategy ?? ''}${r.ranker_k !== undefined ? ` k=${r.ranker_k}` : ''}${r.ranker_alpha !== undefined ? ` α=${r.ranker_alpha}` : ''}`
       : '';
-  return `${s.chunking.method} ${s.chunking.chunk_size}/${s.chunking.chunk_overlap} · ${r.search_mode}${ranker} · ${r.number_of_chunks} chunks`;
+  const rerank = r.reranker ? ` · rerank ${r.reranker.candidates} with ${r.reranker.model_id}` : '';
+  return `${s.chunking.method} ${s.chunking.chunk_size}/${s.chunking.chunk_overlap} · ${r.search_mode}${ranker} · ${r.number_of_chunks} chunks${rerank}`;
 }
 
 function timestamp(): string {
@@ -136,6 +139,9 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     throw new ValidationError(`--optimizer must be one of ${OPTIMIZER_NAMES.join(', ')}`);
   }
   const searchSpaceFile = str(p, 'search-space');
+  const searchSpace =
+    searchSpaceFile === undefined ? undefined : await readJsonFile(searchSpaceFile, 'search space');
+  const rerank = experimentRerank(p, searchSpace);
   const input: Record<string, unknown> = {
     experimentId,
     documentsPrefix,
@@ -158,13 +164,13 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     ...(list(str(p, 'embedding-models')) && { embeddingModels: list(str(p, 'embedding-models')) }),
     ...(str(p, 'metric') !== undefined && { optimizationMetric: str(p, 'metric') }),
     ...(str(p, 'judge-model') !== undefined && { judgeModel: str(p, 'judge-model') }),
-    ...(searchSpaceFile !== undefined && {
-      searchSpace: await readJsonFile(searchSpaceFile, 'search space'),
-    }),
+    ...(rerank.overrides !== undefined
+      ? { searchSpace: { ...(searchSpace as object | undefined), ...rerank.overrides } }
+      : searchSpace !== undefined && { searchSpace }),
   };
   const trialConcurrency = (input.trialConcurrency as number | undefined) ?? 2;
   const quiet = p.values.quiet === true || p.values.json === true;
-  const runtime = createLocalRuntime({ dataDir, documentsDir, env: ENV });
+  const runtime = createLocalRuntime({ dataDir, documentsDir, env: { ...ENV, ...rerank.env } });
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s`;
   const log = (line: string) => {

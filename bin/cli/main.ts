@@ -23,6 +23,7 @@ import {
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
 import { OPTIMIZER_NAMES } from '../../shared/src/optimizer/optimizers.js';
+import { rerankOrKeepOrder } from '../../shared/src/retrieval/rerank.js';
 import {
   type RetrievalMethod,
   Retriever,
@@ -55,6 +56,7 @@ import {
   OPTIMIZER_SIM_OPTIONS,
 } from './experiment.js';
 import { ProgressLine } from './progress.js';
+import { RERANK_HELP, RERANK_OPTIONS, rerankFrom } from './rerank.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
 import { runServe } from './serve.js';
 
@@ -118,6 +120,8 @@ Retrieval options (search, eval-retrieval):
                            embedder, else 0.5)
   --retrieval-method simple|window   window expands each hit with its neighbours (default simple)
   --window-size N          neighbours on each side, 1..4 with window (default 1); 0 with simple
+
+${RERANK_HELP}
 
 experiment:
   --docs PATH              folder of documents, or one file (e.g. a .jsonl corpus)
@@ -190,7 +194,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdIngest(parse(rest, { ...INDEXING, prune: { type: 'boolean' } }), io);
       case 'search':
         return await cmdSearch(
-          parse(rest, { ...INDEXING, ...RETRIEVAL, k: { type: 'string' } }),
+          parse(rest, { ...INDEXING, ...RETRIEVAL, ...RERANK_OPTIONS, k: { type: 'string' } }),
           io,
         );
       case 'eval-retrieval':
@@ -463,12 +467,28 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
   if (query === '')
     throw new ValidationError('give a query, e.g. ai4rag search "how many leave days"');
   const options = retrievalFrom(p, int(p, 'k', 5));
+  const rerank = rerankFrom(p, options.numberOfChunks);
   return withSession(
     p,
     async (session) => {
-      const hits = await new Retriever(session.store, options).retrieve(query);
+      const retriever = new Retriever(session.store, {
+        ...options,
+        ...(rerank && { numberOfChunks: rerank.candidates }),
+      });
+      const candidates = await retriever.retrieve(query);
+      const { chunks: hits, warning } = rerank
+        ? await rerankOrKeepOrder(rerank.reranker, query, candidates, options.numberOfChunks)
+        : { chunks: candidates, warning: undefined };
+      if (warning !== undefined) io.err(`warning: ${warning}`);
       if (flag(p, 'json')) {
-        io.out(JSON.stringify({ query, collection: session.store.collectionName, results: hits }));
+        io.out(
+          JSON.stringify({
+            query,
+            collection: session.store.collectionName,
+            results: hits,
+            ...(warning !== undefined && { warnings: [warning] }),
+          }),
+        );
       } else if (hits.length === 0) {
         io.out(
           `no results in ${session.store.collectionName} (is it empty? run "ai4rag ingest <path>" first)`,
@@ -487,6 +507,7 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
   if (question === '')
     throw new ValidationError('give a question, e.g. ai4rag ask "how many leave days"');
   const options = retrievalFrom(p, int(p, 'k', 5));
+  const rerank = rerankFrom(p, options.numberOfChunks);
   const base = createFoundationModel(str(p, 'model'));
   return withSession(
     p,
@@ -495,8 +516,18 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
       const termStats =
         base.modelId === LOCAL_EXTRACTIVE_MODEL_ID ? await session.store.termStats?.() : undefined;
       const model = termStats ? new LocalExtractiveModel({ termStats }) : base;
-      const rag = new SimpleRAG({ retriever: new Retriever(session.store, options), model });
+      const rag = new SimpleRAG({
+        retriever: new Retriever(session.store, {
+          ...options,
+          ...(rerank && { numberOfChunks: rerank.candidates }),
+        }),
+        model,
+        ...(rerank && {
+          reranker: { ...rerank, k: options.numberOfChunks, fallback: true },
+        }),
+      });
       const answer = await rag.generate(question);
+      for (const w of answer.warnings ?? []) io.err(`warning: ${w}`);
       if (flag(p, 'json')) io.out(JSON.stringify({ ...answer, model: model.modelId }));
       else for (const line of renderAnswer(answer)) io.out(line);
       return 0;

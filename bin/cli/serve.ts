@@ -20,6 +20,7 @@ import { createSearchHandler } from '../../functions/search/handler.js';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { int, type OptionSpec, parse, str } from './args.js';
+import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';
 
 /** Flags of `ai4rag serve`. */
 export const SERVE_OPTIONS: OptionSpec = {
@@ -29,6 +30,7 @@ export const SERVE_OPTIONS: OptionSpec = {
   'documents-dir': { type: 'string' },
   pattern: { type: 'string' },
   collection: { type: 'string' },
+  ...RERANK_OPTIONS,
 };
 
 /**
@@ -356,8 +358,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 }
 
 /**
- * `ai4rag serve [--port N] [--host 127.0.0.1] [--data-dir D] [--token T] [--pattern FILE] [--collection C]`: runs
- * until SIGINT/SIGTERM.
+ * `ai4rag serve [--port N] [--host 127.0.0.1] [--data-dir D] [--token T] [--pattern FILE] [--collection C]
+ * [--rerank MODEL] [--rerank-url URL] [--rerank-candidates N]`: runs until SIGINT/SIGTERM.
  * Returns the exit code (0 after a clean shutdown, 2 for a usage error).
  * @example process.exitCode = await runServe(['--port', '8787']);
  */
@@ -380,6 +382,7 @@ export async function runServe(
     const collection = str(p, 'collection');
     if (pattern !== undefined) overrides = patternEnv(pattern, collection);
     else if (collection !== undefined) overrides = { AI4RAG_COLLECTION: collection };
+    overrides = { ...overrides, ...serveRerankEnv(p) };
   } catch (error) {
     io.err(`ai4rag serve: ${(error as Error).message}`);
     return 2;

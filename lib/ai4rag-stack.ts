@@ -84,6 +84,18 @@ export const ARTIFACT_PREFIXES: Partial<Record<FunctionId, readonly string[]>> =
   ExperimentFinalizeFunction: [EXPERIMENTS_PREFIX],
 };
 
+/**
+ * Functions that rerank: the query functions (every request may) and the experiment's trials (a search space
+ * may); prepare resolves the space's rerankers before any trial runs.
+ */
+const RERANK_FUNCTIONS: ReadonlySet<string> = new Set([
+  'SearchFunction',
+  'GenerateFunction',
+  'EvaluateFunction',
+  'ExperimentPrepareFunction',
+  STREAM_FUNCTION_ID,
+]);
+
 /** SQS visibility timeout must cover the consumer's retries within one receive: 6 × its timeout. */
 const VISIBILITY_FACTOR = 6;
 /** Receives before a message moves to the DLQ. */
@@ -293,6 +305,27 @@ export class Ai4ragStack extends Stack {
     };
     const servingPattern =
       config.servingPattern !== undefined ? JSON.stringify(config.servingPattern) : undefined;
+    const rerankKey =
+      config.rerank?.apiKeySecretName !== undefined
+        ? secretsmanager.Secret.fromSecretNameV2(
+            this,
+            'RerankApiKey',
+            config.rerank.apiKeySecretName,
+          )
+        : undefined;
+    const rerankEnvironment: Record<string, string> =
+      config.rerank === undefined
+        ? {}
+        : {
+            AI4RAG_RERANK_BASE_URL: config.rerank.baseUrl,
+            ...(config.rerank.model !== undefined && { AI4RAG_RERANK_MODEL: config.rerank.model }),
+            ...(config.rerank.candidates !== undefined && {
+              AI4RAG_RERANK_CANDIDATES: String(config.rerank.candidates),
+            }),
+            ...(rerankKey !== undefined && {
+              AI4RAG_RERANK_API_KEY_SECRET_ARN: rerankKey.secretArn,
+            }),
+          };
 
     // ---- Functions -----------------------------------------------------------------------------
     const baseEnvironment = {
@@ -316,12 +349,14 @@ export class Ai4ragStack extends Stack {
           ...(withPattern && servingPattern !== undefined
             ? { AI4RAG_SERVING_PATTERN: servingPattern }
             : {}),
+          ...(RERANK_FUNCTIONS.has(fnId) ? rerankEnvironment : {}),
         },
         ...(plan.store && store.placement !== undefined ? { vpc: store.placement } : {}),
       };
       const fn = createNodeFunction(this, fnId, spec);
       if (plan.store) store.grantAccess(fn);
       if (plan.model) openaiKey?.grantRead(fn);
+      if (RERANK_FUNCTIONS.has(fnId)) rerankKey?.grantRead(fn);
       return fn;
     };
     for (const fnId of FUNCTION_IDS) {
@@ -561,6 +596,13 @@ export class Ai4ragStack extends Stack {
         this,
         `IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${config.openai.apiKeySecretName}-??????]`,
         'The API key secret is referenced by name; Secrets Manager appends a random 6-character suffix to its ARN.',
+      );
+    }
+    if (config.rerank?.apiKeySecretName !== undefined) {
+      ack(
+        this,
+        `IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${config.rerank.apiKeySecretName}-??????]`,
+        'The reranker key secret is referenced by name; Secrets Manager appends a random 6-character suffix to its ARN.',
       );
     }
     if (config.zilliz !== undefined) {

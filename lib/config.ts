@@ -7,7 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { modelName } from '../shared/src/endpoints.js';
 import { ValidationError } from '../shared/src/errors.js';
+import { RERANK_CANDIDATES } from '../shared/src/retrieval/rerank.js';
 
 /** Invalid deploy configuration (CDK context or serving pattern): synth stops with this message. */
 export class DeployConfigError extends ValidationError {
@@ -26,6 +28,13 @@ export const LOCAL_FOUNDATION_MODEL = 'local/extractive-v1';
  * at 4 KB together, and the other variables need about 1 KB.
  */
 export const MAX_SERVING_PATTERN_BYTES = 3000;
+/**
+ * What the reranker's variables (endpoint, model, candidates, key secret ARN) take of that 4 KB: a serving
+ * pattern may use this much less when a reranker is configured.
+ */
+export const RERANK_ENVIRONMENT_BYTES = 400;
+/** Most candidates a deployment may rerank per query (the query API's own limit). */
+const MAX_RERANK_CANDIDATES = RERANK_CANDIDATES.MAX;
 
 const isLocalModel = (id: string): boolean => id === 'local' || id.startsWith('local/');
 
@@ -74,6 +83,21 @@ export const deployContextSchema = z.object({
   embeddingModel: optionalText,
   foundationModel: optionalText,
   openaiApiKeySecretName: secretName.default('ai4rag/openai-api-key'),
+  rerankBaseUrl: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  ),
+  rerankModel: optionalText,
+  rerankCandidates: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.coerce
+      .number({ error: `must be an integer from 1 to ${MAX_RERANK_CANDIDATES}` })
+      .int(`must be an integer from 1 to ${MAX_RERANK_CANDIDATES}`)
+      .min(1, `must be an integer from 1 to ${MAX_RERANK_CANDIDATES}`)
+      .max(MAX_RERANK_CANDIDATES, `must be an integer from 1 to ${MAX_RERANK_CANDIDATES}`)
+      .optional(),
+  ),
+  rerankApiKeySecretName: secretName.optional(),
   servingPattern: optionalText,
   trialConcurrency: z.coerce
     .number({ error: 'must be an integer from 1 to 10' })
@@ -137,6 +161,12 @@ export const servingPatternSchema = z.object({
       ranker_strategy: z.string().optional(),
       ranker_k: z.number().nonnegative().optional(),
       ranker_alpha: z.number().min(0).max(1).optional(),
+      reranker: z
+        .object({
+          model_id: z.string().min(1),
+          candidates: z.number().int().min(1).max(MAX_RERANK_CANDIDATES),
+        })
+        .optional(),
     }),
     generation: z.object({
       model_id: z.string().min(1),
@@ -160,6 +190,11 @@ export interface DeployConfig {
   zilliz?: { uri: string; tokenSecretName: string };
   /** OpenAI-compatible endpoint; absent means the local embedder and extractive model. */
   openai?: { baseUrl: string; apiKeySecretName: string };
+  /**
+   * TEI-compatible reranker endpoint of search, generate and the experiment's trials; `model` (or the serving
+   * pattern's reranker) reranks every query by default. Absent: reranking is unavailable.
+   */
+  rerank?: { baseUrl: string; model?: string; candidates?: number; apiKeySecretName?: string };
   embeddingModel: string;
   foundationModel: string;
   servingPattern?: ServingPattern;
@@ -196,6 +231,7 @@ const fail = (problems: string[], cause?: unknown): never => {
 function loadServingPattern(
   path: string,
   options: ParseDeployConfigOptions,
+  maxBytes: number,
 ): { pattern?: ServingPattern; problems: string[] } {
   const file = isAbsolute(path) ? path : resolve(options.baseDir ?? process.cwd(), path);
   let text: string;
@@ -213,10 +249,10 @@ function loadServingPattern(
   const parsed = servingPatternSchema.safeParse(json);
   if (!parsed.success) return { problems: formatIssues(parsed.error.issues, 'servingPattern.') };
   const bytes = Buffer.byteLength(JSON.stringify(parsed.data), 'utf8');
-  if (bytes > MAX_SERVING_PATTERN_BYTES) {
+  if (bytes > maxBytes) {
     return {
       problems: [
-        `servingPattern: ${bytes} bytes as JSON, more than the ${MAX_SERVING_PATTERN_BYTES} that fit in a Lambda environment variable (shorten the prompt templates)`,
+        `servingPattern: ${bytes} bytes as JSON, more than the ${maxBytes} that fit in a Lambda environment variable (shorten the prompt templates)`,
       ],
     };
   }
@@ -244,12 +280,50 @@ export function parseDeployConfig(
   if (ctx.vectorStore === 'zilliz' && ctx.zillizUri === undefined) {
     problems.push("zillizUri: is required when vectorStore is 'zilliz' (an https URL)");
   }
+  const rerankKeys = (
+    ['rerankModel', 'rerankCandidates', 'rerankApiKeySecretName'] as const
+  ).filter((key) => ctx[key] !== undefined);
+  if (ctx.rerankBaseUrl === undefined) {
+    for (const key of rerankKeys) {
+      problems.push(`${key}: needs rerankBaseUrl (the TEI-compatible reranker endpoint)`);
+    }
+  }
+  // The functions get the one rerank endpoint; `model@name` endpoints exist only locally.
+  const namesEndpoint = (id: string): boolean => modelName(id) !== id;
+  if (ctx.rerankModel !== undefined && namesEndpoint(ctx.rerankModel)) {
+    problems.push(
+      `rerankModel: '${ctx.rerankModel}' names an endpoint (model@name); the deployment has one, rerankBaseUrl`,
+    );
+  }
   let pattern: ServingPattern | undefined;
   if (ctx.servingPattern !== undefined) {
-    const loaded = loadServingPattern(ctx.servingPattern, options);
+    const budget =
+      MAX_SERVING_PATTERN_BYTES - (ctx.rerankBaseUrl === undefined ? 0 : RERANK_ENVIRONMENT_BYTES);
+    const loaded = loadServingPattern(ctx.servingPattern, options, budget);
     // Without a readable pattern the model checks below would only add noise.
     if (loaded.problems.length > 0) return fail([...problems, ...loaded.problems]);
     pattern = loaded.pattern;
+  }
+  const patternReranker = pattern?.settings.retrieval.reranker;
+  if (patternReranker !== undefined) {
+    if (namesEndpoint(patternReranker.model_id)) {
+      problems.push(
+        `servingPattern: its reranker '${patternReranker.model_id}' names an endpoint (model@name); the deployment has one, rerankBaseUrl`,
+      );
+    }
+    if (ctx.rerankBaseUrl === undefined) {
+      problems.push(
+        `servingPattern: reranks with '${patternReranker.model_id}', so rerankBaseUrl is required`,
+      );
+    }
+    if (ctx.rerankModel !== undefined && ctx.rerankModel !== patternReranker.model_id) {
+      problems.push(
+        `rerankModel: '${ctx.rerankModel}' differs from the serving pattern's reranker '${patternReranker.model_id}' (the endpoint serves one model)`,
+      );
+    }
+    if (patternReranker.candidates < (pattern?.settings.retrieval.number_of_chunks ?? 0)) {
+      problems.push('servingPattern: reranker.candidates must be at least number_of_chunks');
+    }
   }
   const patternEmbedding = pattern?.settings.embedding.model_id;
   if (
@@ -297,6 +371,18 @@ export function parseDeployConfig(
       : {}),
     ...(ctx.openaiBaseUrl !== undefined
       ? { openai: { baseUrl: ctx.openaiBaseUrl, apiKeySecretName: ctx.openaiApiKeySecretName } }
+      : {}),
+    ...(ctx.rerankBaseUrl !== undefined
+      ? {
+          rerank: {
+            baseUrl: ctx.rerankBaseUrl,
+            ...(ctx.rerankModel !== undefined ? { model: ctx.rerankModel } : {}),
+            ...(ctx.rerankCandidates !== undefined ? { candidates: ctx.rerankCandidates } : {}),
+            ...(ctx.rerankApiKeySecretName !== undefined
+              ? { apiKeySecretName: ctx.rerankApiKeySecretName }
+              : {}),
+          },
+        }
       : {}),
     embeddingModel,
     foundationModel,

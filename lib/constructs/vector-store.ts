@@ -84,8 +84,8 @@ export class VectorStore extends Construct implements VectorStoreAccess {
       return;
     }
 
-    // Egress is needed only to reach an external model endpoint; AWS services go through endpoints.
-    const needsInternet = config.openai !== undefined;
+    // Egress is needed only to reach an external model or reranker endpoint; AWS services go through endpoints.
+    const needsInternet = config.openai !== undefined || config.rerank !== undefined;
     const vpc = new ec2.Vpc(this, 'Vpc', {
       maxAzs: 2,
       natGateways: needsInternet ? 1 : 0,

@@ -4,6 +4,7 @@ import {
   DeployConfigError,
   MAX_SERVING_PATTERN_BYTES,
   parseDeployConfig,
+  RERANK_ENVIRONMENT_BYTES,
   readDeployContext,
 } from '../../lib/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
@@ -291,6 +292,170 @@ describe('parseDeployConfig', () => {
     expect(notJson.message).toMatch(/servingPattern: \/p\.json is not JSON/);
     expect(tooBig.message).toMatch(
       /servingPattern: \d+ bytes as JSON, more than the 3000 that fit in a Lambda environment variable/,
+    );
+  });
+});
+
+describe('parseDeployConfig: reranker keys', () => {
+  const withReranker = (reranker: unknown, numberOfChunks = 5) => {
+    const pattern = structuredClone(PATTERN) as {
+      settings: { retrieval: Record<string, unknown> };
+    };
+    pattern.settings.retrieval.reranker = reranker;
+    pattern.settings.retrieval.number_of_chunks = numberOfChunks;
+    return JSON.stringify(pattern);
+  };
+
+  it('builds the reranker settings, coercing -c strings', () => {
+    // Act
+    const config = parseDeployConfig({
+      vectorStore: 'pgvector',
+      rerankBaseUrl: 'https://tei.example.com',
+      rerankModel: 'BAAI/bge-reranker-base',
+      rerankCandidates: '30',
+      rerankApiKeySecretName: 'ai4rag/tei-key',
+    });
+    const bare = parseDeployConfig({ vectorStore: 'pgvector', rerankBaseUrl: 'http://tei:8080' });
+
+    // Assess
+    expect(config.rerank).toEqual({
+      baseUrl: 'https://tei.example.com',
+      model: 'BAAI/bge-reranker-base',
+      candidates: 30,
+      apiKeySecretName: 'ai4rag/tei-key',
+    });
+    expect(bare.rerank).toEqual({ baseUrl: 'http://tei:8080' });
+    expect(parseDeployConfig({ vectorStore: 'pgvector' }).rerank).toBeUndefined();
+  });
+
+  it('rejects reranker keys without an endpoint, and bad values, in one message', () => {
+    // Act
+    const orphans = errorOf(() =>
+      parseDeployConfig({
+        vectorStore: 'pgvector',
+        rerankModel: 'bge',
+        rerankCandidates: 20,
+        rerankApiKeySecretName: 'ai4rag/tei-key',
+      }),
+    );
+    const bad = errorOf(() =>
+      parseDeployConfig({
+        vectorStore: 'pgvector',
+        rerankBaseUrl: 'ftp://tei',
+        rerankCandidates: '0',
+        rerankApiKeySecretName: 'bad name',
+      }),
+    );
+
+    // Assess
+    expect(orphans.message).toBe(
+      'Invalid deploy configuration (CDK context): rerankModel: needs rerankBaseUrl (the TEI-compatible reranker endpoint); ' +
+        'rerankCandidates: needs rerankBaseUrl (the TEI-compatible reranker endpoint); ' +
+        'rerankApiKeySecretName: needs rerankBaseUrl (the TEI-compatible reranker endpoint)',
+    );
+    expect(bad.message).toBe(
+      'Invalid deploy configuration (CDK context): rerankBaseUrl: must be an http(s) URL; ' +
+        'rerankCandidates: must be an integer from 1 to 200; ' +
+        'rerankApiKeySecretName: must be a Secrets Manager secret name ([A-Za-z0-9/_+=.@-])',
+    );
+  });
+
+  it('keeps the serving pattern’s reranker and checks it against the reranker keys', () => {
+    // Prepare
+    const read = (text: string) => ({ readFile: () => text });
+    const context = { vectorStore: 'pgvector', ...OPENAI, servingPattern: '/p.json' };
+
+    // Act
+    const config = parseDeployConfig(
+      { ...context, rerankBaseUrl: 'https://tei.example.com' },
+      read(withReranker({ model_id: 'bge', candidates: 20 })),
+    );
+    const noEndpoint = errorOf(() =>
+      parseDeployConfig(context, read(withReranker({ model_id: 'bge', candidates: 20 }))),
+    );
+    const otherModel = errorOf(() =>
+      parseDeployConfig(
+        { ...context, rerankBaseUrl: 'https://tei.example.com', rerankModel: 'other' },
+        read(withReranker({ model_id: 'bge', candidates: 20 })),
+      ),
+    );
+    const fewCandidates = errorOf(() =>
+      parseDeployConfig(
+        { ...context, rerankBaseUrl: 'https://tei.example.com' },
+        read(withReranker({ model_id: 'bge', candidates: 4 }, 5)),
+      ),
+    );
+
+    // Assess
+    expect(config.servingPattern?.settings.retrieval.reranker).toEqual({
+      model_id: 'bge',
+      candidates: 20,
+    });
+    expect(noEndpoint.message).toBe(
+      "Invalid deploy configuration (CDK context): servingPattern: reranks with 'bge', so rerankBaseUrl is required",
+    );
+    expect(otherModel.message).toBe(
+      "Invalid deploy configuration (CDK context): rerankModel: 'other' differs from the serving pattern's reranker 'bge' (the endpoint serves one model)",
+    );
+    expect(fewCandidates.message).toBe(
+      'Invalid deploy configuration (CDK context): servingPattern: reranker.candidates must be at least number_of_chunks',
+    );
+  });
+
+  it('rejects rerankers that name a local-only endpoint (model@name)', () => {
+    // Act
+    const model = errorOf(() =>
+      parseDeployConfig({
+        vectorStore: 'pgvector',
+        rerankBaseUrl: 'https://tei.example.com',
+        rerankModel: 'bge@gpu',
+      }),
+    );
+    const pattern = errorOf(() =>
+      parseDeployConfig(
+        {
+          vectorStore: 'pgvector',
+          ...OPENAI,
+          servingPattern: '/p.json',
+          rerankBaseUrl: 'https://tei.example.com',
+        },
+        { readFile: () => withReranker({ model_id: 'bge@gpu', candidates: 20 }) },
+      ),
+    );
+
+    // Assess
+    expect(model.message).toBe(
+      "Invalid deploy configuration (CDK context): rerankModel: 'bge@gpu' names an endpoint (model@name); the deployment has one, rerankBaseUrl",
+    );
+    expect(pattern.message).toBe(
+      "Invalid deploy configuration (CDK context): servingPattern: its reranker 'bge@gpu' names an endpoint (model@name); the deployment has one, rerankBaseUrl",
+    );
+  });
+
+  it('leaves the reranker variables room in the 4 KB environment', () => {
+    // Prepare: a pattern that fits alone but not next to the reranker variables
+    const pattern = structuredClone(PATTERN);
+    // Measured as the parsed pattern is: its name and settings only.
+    const size = Buffer.byteLength(
+      JSON.stringify({ name: pattern.name, settings: pattern.settings }),
+      'utf8',
+    );
+    pattern.settings.generation.system_message_text += 'x'.repeat(
+      MAX_SERVING_PATTERN_BYTES - RERANK_ENVIRONMENT_BYTES - size + 1,
+    );
+    const context = { vectorStore: 'pgvector', ...OPENAI, servingPattern: '/p.json' };
+    const readFile = () => JSON.stringify(pattern);
+
+    // Act
+    const alone = parseDeployConfig(context, { readFile });
+    const withRerank = errorOf(() =>
+      parseDeployConfig({ ...context, rerankBaseUrl: 'https://tei.example.com' }, { readFile }),
+    );
+
+    // Assess
+    expect(alone.servingPattern).toBeDefined();
+    expect(withRerank.message).toMatch(
+      /servingPattern: \d+ bytes as JSON, more than the 2600 that fit in a Lambda environment variable/,
     );
   });
 });

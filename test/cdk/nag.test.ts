@@ -22,6 +22,15 @@ const VARIANTS: [string, Record<string, unknown>][] = [
     },
   ],
   [
+    'pgvector + a reranker with a key',
+    {
+      vectorStore: 'pgvector',
+      rerankBaseUrl: 'https://tei.example.com',
+      rerankModel: 'BAAI/bge-reranker-base',
+      rerankApiKeySecretName: 'ai4rag/tei-key',
+    },
+  ],
+  [
     'zilliz + OpenAI',
     {
       vectorStore: 'zilliz',

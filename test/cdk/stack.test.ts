@@ -602,3 +602,71 @@ describe('Ai4ragStack (API keys, OpenAI endpoint, serving pattern)', () => {
     expect(parseDefinition(properties.DefinitionString).States.RunTrials.MaxConcurrency).toBe(5);
   });
 });
+
+describe('Ai4ragStack (reranker)', () => {
+  let s: Synthesized;
+  beforeAll(() => {
+    s = synthesize({
+      vectorStore: 'pgvector',
+      rerankBaseUrl: 'https://tei.example.com',
+      rerankModel: 'BAAI/bge-reranker-base',
+      rerankCandidates: '30',
+      rerankApiKeySecretName: 'ai4rag/tei-key',
+    });
+  });
+
+  it('passes the reranker to the query functions and the experiment trials only', () => {
+    // Prepare
+    const rerankFunctions = [
+      'SearchFunction',
+      'GenerateFunction',
+      'GenerateStreamFunction',
+      'EvaluateFunction',
+      'ExperimentPrepareFunction',
+    ];
+    const others = [
+      'IngestFunction',
+      'ChunkFunction',
+      'EmbedBatchFunction',
+      'ExperimentProposeFunction',
+    ];
+
+    // Act
+    const search = envOf(s, 'SearchFunction');
+
+    // Assess
+    expect(search).toMatchObject({
+      AI4RAG_RERANK_BASE_URL: 'https://tei.example.com',
+      AI4RAG_RERANK_MODEL: 'BAAI/bge-reranker-base',
+      AI4RAG_RERANK_CANDIDATES: '30',
+    });
+    expect(JSON.stringify(search.AI4RAG_RERANK_API_KEY_SECRET_ARN)).toContain(
+      'secret:ai4rag/tei-key',
+    );
+    for (const id of rerankFunctions) {
+      expect(envOf(s, id).AI4RAG_RERANK_BASE_URL, id).toBe('https://tei.example.com');
+    }
+    for (const id of others) {
+      expect(envOf(s, id).AI4RAG_RERANK_BASE_URL, id).toBeUndefined();
+      expect(envOf(s, id).AI4RAG_RERANK_MODEL, id).toBeUndefined();
+    }
+  });
+
+  it('lets only the reranking functions read the reranker key', () => {
+    // Prepare
+    const policies = Object.entries(ofType(s.resources, 'AWS::IAM::Policy'));
+    const policyOf = (fnId: string): string =>
+      JSON.stringify(
+        policies.find(([id]) => id.startsWith(`${fnId}ServiceRoleDefaultPolicy`))?.[1].Properties,
+      );
+
+    // Assess
+    expect(policyOf('SearchFunction')).toContain('secret:ai4rag/tei-key');
+    expect(policyOf('EvaluateFunction')).toContain('secret:ai4rag/tei-key');
+    expect(policyOf('IngestFunction')).not.toContain('secret:ai4rag/tei-key');
+  });
+
+  it('adds one NAT gateway so the functions in the VPC reach the reranker', () => {
+    s.template.resourceCountIs('AWS::EC2::NatGateway', 1);
+  });
+});

@@ -1,13 +1,7 @@
-import { OPENAI_CONNECTION } from '../../shared/src/config.js';
-import { ValidationError } from '../../shared/src/errors.js';
-import {
-  LOCAL_EXTRACTIVE_MODEL_ID,
-  LocalExtractiveModel,
-} from '../../shared/src/generation/local-extractive.js';
-import { OpenAIFoundationModel } from '../../shared/src/generation/openai-model.js';
 import type { RagAnswer } from '../../shared/src/generation/rag-template.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import type { OptionSpec } from './args.js';
+import { cliChatModel } from './models.js';
 import { RERANK_OPTIONS } from './rerank.js';
 
 /** Flags of `ai4rag ask` beyond the collection and retrieval ones (reranking included). */
@@ -18,20 +12,12 @@ export const ASK_OPTIONS: OptionSpec = {
 };
 
 /**
- * The foundation model for a model id: the local extractive model (default, no network) or an
- * OpenAI-compatible chat model configured by OPENAI_BASE_URL / OPENAI_API_KEY.
+ * The foundation model for a model id: the local extractive model (default, no network) or an OpenAI-compatible
+ * chat model at the `chat` endpoint (AI4RAG_CHAT_BASE_URL, else OPENAI_BASE_URL; or `model@name`).
  * @throws ValidationError when a remote model is asked for without a configured endpoint
  */
 export function createFoundationModel(modelId: string | undefined): FoundationModel {
-  if (modelId === undefined || modelId === LOCAL_EXTRACTIVE_MODEL_ID || modelId === 'local') {
-    return new LocalExtractiveModel();
-  }
-  if (!OPENAI_CONNECTION) {
-    throw new ValidationError(
-      `model "${modelId}" needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL and OPENAI_API_KEY`,
-    );
-  }
-  return new OpenAIFoundationModel({ ...OPENAI_CONNECTION, model: modelId });
+  return cliChatModel(modelId);
 }
 
 /** Human-readable rendering of an answer with its sources and timing. */

@@ -2,7 +2,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createChunker } from '../../shared/src/chunking/index.js';
 import type { ChunkingMethod, ChunkingOptions } from '../../shared/src/chunking/types.js';
-import { DEFAULT_DATA_DIR, ENV, OPENAI_CONNECTION } from '../../shared/src/config.js';
+import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import {
   DEFAULT_CHUNKING,
   DEFAULT_COLLECTION,
@@ -11,7 +11,7 @@ import {
   SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
 import { loadDocuments } from '../../shared/src/documents/index.js';
-import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
+import { DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import { loadBenchmark } from '../../shared/src/evaluation/benchmark.js';
@@ -55,6 +55,7 @@ import {
   EXPERIMENT_OPTIONS,
   OPTIMIZER_SIM_OPTIONS,
 } from './experiment.js';
+import { cliEmbedder } from './models.js';
 import { ProgressLine } from './progress.js';
 import { RERANK_HELP, RERANK_OPTIONS, rerankFrom } from './rerank.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
@@ -307,10 +308,7 @@ interface SessionOptions {
 
 async function openSession(p: Parsed, options: SessionOptions = {}): Promise<Session> {
   const kind = oneOf<StoreKind>(p, 'store', STORE_KINDS, 'pglite');
-  const embedder = await createEmbedder(
-    str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL,
-    OPENAI_CONNECTION ? { openai: { ...OPENAI_CONNECTION } } : {},
-  );
+  const embedder = await cliEmbedder(str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL);
   let dataDir: string | undefined;
   if (kind === 'pglite' && !options.inMemory) {
     dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);

@@ -42,7 +42,7 @@ export function experimentDeps(
     documents: runtime.documents,
     storeKind: runtime.config.store,
     embedder: (id) => runtime.embedder(id),
-    model: (id) => runtime.model(id),
+    model: (id, role) => runtime.model(id, role),
     // Patient: a trial's question fails when its reranker does, so it waits and retries longer than a query.
     ...(reranker !== undefined && { reranker: (id: string) => reranker(id, { patient: true }) }),
     openStore: (collection, embedder, options) => runtime.openStore(collection, embedder, options),

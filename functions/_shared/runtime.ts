@@ -15,7 +15,14 @@ import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { DEFAULT_CHUNKING } from '../../shared/src/defaults.js';
 import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
-import { type Endpoints, parseEndpoints, resolveModel } from '../../shared/src/endpoints.js';
+import {
+  type Endpoint,
+  type Endpoints,
+  MODEL_ROLES,
+  NO_API_KEY,
+  parseEndpoints,
+  resolveModel,
+} from '../../shared/src/endpoints.js';
 import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import {
   LOCAL_EXTRACTIVE_MODEL_ID,
@@ -88,8 +95,11 @@ export interface Runtime {
   queue(name: QueueName): WorkQueue;
   /** Cached per model id; default {@link RuntimeConfig.embeddingModel}. */
   embedder(modelId?: string): Promise<Embedder>;
-  /** OpenAI-compatible when OPENAI_BASE_URL is set, else the local extractive model. Cached per id. */
-  model(modelId?: string): Promise<FoundationModel>;
+  /**
+   * The local extractive model, or an OpenAI-compatible chat model at the endpoint its id resolves to for `role`
+   * (`chat` by default; `judge` for the evaluation judge). Cached per (role, id).
+   */
+  model(modelId?: string, role?: 'chat' | 'judge'): Promise<FoundationModel>;
   /**
    * The TEI-compatible reranker of a model id: at AI4RAG_RERANK_BASE_URL, or at the endpoint `model@name`
    * names (AI4RAG_ENDPOINT_<NAME>_BASE_URL). Cached per id; rejects with a ValidationError when the id resolves
@@ -219,29 +229,58 @@ function rerankerFactory(
 /** How the OpenAI-compatible API key is found: a secret (cloud) or a plain value (local). */
 type ApiKeySource = () => Promise<string | undefined>;
 
+/** The key an endpoint's requests carry (see {@link endpointKeys}). */
+type EndpointKey = (endpoint: Endpoint) => Promise<string | undefined>;
+
+/**
+ * Keys of model endpoints: the OPENAI_* endpoint's from `openaiKey` (a secret on AWS); a role's or a named
+ * endpoint's from its `…_API_KEY_SECRET_ARN` secret when `secret` is given and the variable is set, else its plain
+ * `…_API_KEY` (already on the endpoint).
+ */
+function endpointKeys(
+  env: EnvRecord,
+  openaiKey: ApiKeySource,
+  secret?: (arn: string) => Promise<string | undefined>,
+): EndpointKey {
+  return async (endpoint) => {
+    if (endpoint.name === 'openai') return openaiKey();
+    const prefix = (MODEL_ROLES as readonly string[]).includes(endpoint.name)
+      ? `AI4RAG_${endpoint.name.toUpperCase()}`
+      : `AI4RAG_ENDPOINT_${endpoint.name.toUpperCase().replaceAll('-', '_')}`;
+    const arn = env[`${prefix}_API_KEY_SECRET_ARN`];
+    if (arn && secret) return secret(arn);
+    return endpoint.apiKey;
+  };
+}
+
+/**
+ * Foundation models per (role, model id): the local extractive model, or an OpenAI-compatible chat model at the
+ * endpoint the id resolves to for its role (`chat`, or `judge` for the evaluation judge; `model@name` for a named
+ * endpoint; see `shared/src/endpoints.ts`).
+ */
 function modelFactory(
   fenv: FunctionEnv,
-  apiKey: ApiKeySource,
-): (modelId?: string) => Promise<FoundationModel> {
+  endpoints: Endpoints,
+  keyOf: EndpointKey,
+): (modelId?: string, role?: 'chat' | 'judge') => Promise<FoundationModel> {
   const cache = keyedMemo<FoundationModel>();
-  return (modelId) => {
+  return (modelId, role = 'chat') => {
     const id =
       modelId ??
       fenv.servingPattern?.generation?.model_id ??
       fenv.foundationModel ??
       LOCAL_EXTRACTIVE_MODEL_ID;
-    return cache(id, async () => {
+    return cache(`${role}\u0000${id}`, async () => {
       if (id === LOCAL_EXTRACTIVE_MODEL_ID || id === 'local') return new LocalExtractiveModel();
-      if (!fenv.openaiBaseUrl) {
-        throw new ValidationError(
-          `foundation model "${id}" needs an OpenAI-compatible endpoint (OPENAI_BASE_URL)`,
-        );
+      const { model, endpoint } = resolveModel(endpoints, role, id);
+      if (endpoint === undefined) {
+        throw new ValidationError(`foundation model "${id}" is not a known local model`);
       }
       const g = fenv.servingPattern?.generation;
       return new OpenAIFoundationModel({
-        baseURL: fenv.openaiBaseUrl,
-        apiKey: (await apiKey()) ?? '',
-        model: id,
+        baseURL: endpoint.baseURL,
+        apiKey: (await keyOf(endpoint)) ?? NO_API_KEY,
+        model,
         ...(g?.temperature !== undefined && { temperature: g.temperature }),
         ...(g?.max_completion_tokens !== undefined && {
           maxCompletionTokens: g.max_completion_tokens,
@@ -254,23 +293,22 @@ function modelFactory(
   };
 }
 
+/** Embedders per model id: local, or OpenAI-compatible at the endpoint the id resolves to for `embedding`. */
 function embedderFactory(
   config: RuntimeConfig,
-  fenv: FunctionEnv,
-  apiKey: ApiKeySource,
+  endpoints: Endpoints,
+  keyOf: EndpointKey,
 ): (modelId?: string) => Promise<Embedder> {
   const cache = keyedMemo<Embedder>();
   return (modelId) => {
     const id = modelId ?? config.embeddingModel;
     return cache(id, async () => {
-      const local = id === 'local' || id.startsWith('local/');
-      const key = local ? undefined : await apiKey();
-      return createEmbedder(
-        id,
-        fenv.openaiBaseUrl && key !== undefined
-          ? { openai: { baseURL: fenv.openaiBaseUrl, apiKey: key } }
-          : {},
-      );
+      if (id === 'local' || id.startsWith('local/')) return createEmbedder(id);
+      const { model, endpoint } = resolveModel(endpoints, 'embedding', id);
+      if (endpoint === undefined) return createEmbedder(model);
+      return createEmbedder(model, {
+        openai: { baseURL: endpoint.baseURL, apiKey: (await keyOf(endpoint)) ?? NO_API_KEY },
+      });
     });
   };
 }
@@ -307,6 +345,12 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
           'OPENAI_API_KEY',
         ])
       : fenv.openaiApiKey;
+
+  // Validated at cold start: a bad endpoint variable fails here with one message naming them all.
+  const endpoints = parseEndpoints(env);
+  const keyOf = endpointKeys(env, apiKey, (arn) =>
+    getSecretToken(secretsClient(), arn, ['apiKey', 'api_key', 'token']),
+  );
 
   const rerankKey: ApiKeySource = async () =>
     fenv.rerankApiKeySecretArn
@@ -380,8 +424,8 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
       }
       return q;
     },
-    embedder: embedderFactory(config, fenv, apiKey),
-    model: modelFactory(fenv, apiKey),
+    embedder: embedderFactory(config, endpoints, keyOf),
+    model: modelFactory(fenv, endpoints, keyOf),
     reranker: rerankerFactory(env, rerankKey),
     openStore(collection, embedder, options = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());
@@ -490,6 +534,8 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
   const config = runtimeConfig(fenv);
   const dataDir = resolve(options.dataDir);
   const apiKey: ApiKeySource = async () => fenv.openaiApiKey;
+  const endpoints = parseEndpoints(env);
+  const keyOf = endpointKeys(env, apiKey);
   const client = memo<SqlClient>(async () => {
     if (options.inMemory) return openPglite({});
     mkdirSync(join(dataDir, 'pglite'), { recursive: true });
@@ -508,8 +554,8 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     documents: new FsObjectStore(options.documentsDir ?? join(dataDir, 'documents')),
     queues,
     queue: (name) => queues[name],
-    embedder: embedderFactory(config, fenv, apiKey),
-    model: modelFactory(fenv, apiKey),
+    embedder: embedderFactory(config, endpoints, keyOf),
+    model: modelFactory(fenv, endpoints, keyOf),
     reranker: rerankerFactory(env, async () => fenv.rerankApiKey),
     openStore(collection, embedder, openOptions = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());

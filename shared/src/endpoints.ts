@@ -6,6 +6,12 @@
  */
 import { ValidationError } from './errors.js';
 
+/**
+ * The key sent to an endpoint configured without one (a local Ollama, TEI or vLLM without auth): the openai SDK
+ * requires a non-empty key, and servers without auth ignore it.
+ */
+export const NO_API_KEY = 'no-key';
+
 /** What a model is used for. */
 export type ModelRole = 'embedding' | 'chat' | 'judge' | 'rerank';
 

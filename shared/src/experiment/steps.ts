@@ -90,7 +90,8 @@ export interface ExperimentDeps {
   /** `provider_type` of the pattern's vector-store binding (pgvector, milvus, pglite). */
   storeKind: string;
   embedder(modelId: string): Promise<Embedder>;
-  model(modelId: string): Promise<FoundationModel>;
+  /** A chat model; `role` `judge` for the evaluation judge (it may have an endpoint of its own). */
+  model(modelId: string, role?: 'chat' | 'judge'): Promise<FoundationModel>;
   /**
    * The reranker of a search space's `reranker` value (its model id); needed only when the space reranks, and
    * expected to reject with a ValidationError when no reranker endpoint is configured.
@@ -915,7 +916,7 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
       state.input.judgeModel === undefined
         ? undefined
         : await judgeAnswerRelevance(
-            await deps.model(state.input.judgeModel),
+            await deps.model(state.input.judgeModel, 'judge'),
             okIdx.map((i) => ({
               question: (questions[i] as BenchmarkQuestion).question,
               answer: (answers[i] as { answer: string }).answer,

@@ -45,7 +45,7 @@ export function resolveCollectionName(
   // ai4rag's mapping alone makes distinct names collide when they differ only in non-ASCII characters
   // (`ai4rag_日本` and `ai4rag_中国` are both `ai4rag___`) or past the 63rd character: such names keep a hash of
   // the name as given, so each maps to a collection of its own.
-  if (/[^\x00-\x7f]/.test(name) || sanitized.length > MAX_IDENTIFIER_LENGTH) {
+  if (/[\u0080-\uffff]/.test(name) || sanitized.length > MAX_IDENTIFIER_LENGTH) {
     const hash = createHash('sha1').update(name, 'utf8').digest('hex').slice(0, 8);
     return `${sanitized.slice(0, MAX_IDENTIFIER_LENGTH - hash.length - 1)}_${hash}`;
   }

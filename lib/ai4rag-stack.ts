@@ -296,12 +296,30 @@ export class Ai4ragStack extends Stack {
             config.openai.apiKeySecretName,
           )
         : undefined;
+    // Per-role endpoints (AI4RAG_<ROLE>_BASE_URL, key secret AI4RAG_<ROLE>_API_KEY_SECRET_ARN), read by the
+    // runtime through shared/src/endpoints.ts.
+    const roleKeys: secretsmanager.ISecret[] = [];
+    const roleEnvironment: Record<string, string> = {};
+    for (const [role, endpoint] of Object.entries(config.endpoints ?? {})) {
+      const prefix = `AI4RAG_${role.toUpperCase()}`;
+      roleEnvironment[`${prefix}_BASE_URL`] = endpoint.baseUrl;
+      if (endpoint.apiKeySecretName !== undefined) {
+        const key = secretsmanager.Secret.fromSecretNameV2(
+          this,
+          `${role[0]?.toUpperCase()}${role.slice(1)}ApiKey`,
+          endpoint.apiKeySecretName,
+        );
+        roleKeys.push(key);
+        roleEnvironment[`${prefix}_API_KEY_SECRET_ARN`] = key.secretArn;
+      }
+    }
     const modelEnvironment: Record<string, string> = {
       AI4RAG_EMBEDDING_MODEL: config.embeddingModel,
       AI4RAG_FOUNDATION_MODEL: config.foundationModel,
       ...(config.openai !== undefined && openaiKey !== undefined
         ? { OPENAI_BASE_URL: config.openai.baseUrl, OPENAI_API_KEY_SECRET_ARN: openaiKey.secretArn }
         : {}),
+      ...roleEnvironment,
     };
     const servingPattern =
       config.servingPattern !== undefined ? JSON.stringify(config.servingPattern) : undefined;
@@ -356,6 +374,7 @@ export class Ai4ragStack extends Stack {
       const fn = createNodeFunction(this, fnId, spec);
       if (plan.store) store.grantAccess(fn);
       if (plan.model) openaiKey?.grantRead(fn);
+      if (plan.model) for (const key of roleKeys) key.grantRead(fn);
       if (RERANK_FUNCTIONS.has(fnId)) rerankKey?.grantRead(fn);
       return fn;
     };
@@ -596,6 +615,14 @@ export class Ai4ragStack extends Stack {
         this,
         `IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${config.openai.apiKeySecretName}-??????]`,
         'The API key secret is referenced by name; Secrets Manager appends a random 6-character suffix to its ARN.',
+      );
+    }
+    for (const endpoint of Object.values(config.endpoints ?? {})) {
+      if (endpoint.apiKeySecretName === undefined) continue;
+      ack(
+        this,
+        `IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${endpoint.apiKeySecretName}-??????]`,
+        'A model endpoint key secret is referenced by name; Secrets Manager appends a random 6-character suffix to its ARN.',
       );
     }
     if (config.rerank?.apiKeySecretName !== undefined) {

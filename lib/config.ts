@@ -33,6 +33,11 @@ export const MAX_SERVING_PATTERN_BYTES = 3000;
  * pattern may use this much less when a reranker is configured.
  */
 export const RERANK_ENVIRONMENT_BYTES = 400;
+/** What one per-role model endpoint's variables (base URL, key secret ARN) take of the 4 KB. */
+export const ROLE_ENDPOINT_ENVIRONMENT_BYTES = 250;
+/** Roles that may have an endpoint of their own (`<role>BaseUrl`, `<role>ApiKeySecretName`). */
+export const ENDPOINT_ROLES = ['embedding', 'chat', 'judge'] as const;
+export type EndpointRole = (typeof ENDPOINT_ROLES)[number];
 /** Most candidates a deployment may rerank per query (the query API's own limit). */
 const MAX_RERANK_CANDIDATES = RERANK_CANDIDATES.MAX;
 
@@ -98,6 +103,21 @@ export const deployContextSchema = z.object({
       .optional(),
   ),
   rerankApiKeySecretName: secretName.optional(),
+  embeddingBaseUrl: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  ),
+  embeddingApiKeySecretName: secretName.optional(),
+  chatBaseUrl: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  ),
+  chatApiKeySecretName: secretName.optional(),
+  judgeBaseUrl: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  ),
+  judgeApiKeySecretName: secretName.optional(),
   servingPattern: optionalText,
   trialConcurrency: z.coerce
     .number({ error: 'must be an integer from 1 to 10' })
@@ -195,6 +215,11 @@ export interface DeployConfig {
    * pattern's reranker) reranks every query by default. Absent: reranking is unavailable.
    */
   rerank?: { baseUrl: string; model?: string; candidates?: number; apiKeySecretName?: string };
+  /**
+   * Per-role OpenAI-compatible endpoints (embeddings on TEI or Ollama, chat on vLLM, a judge elsewhere); a role
+   * without one uses `openai`. Keys are Secrets Manager secrets, read at run time.
+   */
+  endpoints?: Partial<Record<EndpointRole, { baseUrl: string; apiKeySecretName?: string }>>;
   embeddingModel: string;
   foundationModel: string;
   servingPattern?: ServingPattern;
@@ -295,10 +320,28 @@ export function parseDeployConfig(
       `rerankModel: '${ctx.rerankModel}' names an endpoint (model@name); the deployment has one, rerankBaseUrl`,
     );
   }
+  const roleUrl = {
+    embedding: ctx.embeddingBaseUrl,
+    chat: ctx.chatBaseUrl,
+    judge: ctx.judgeBaseUrl,
+  };
+  const roleSecret = {
+    embedding: ctx.embeddingApiKeySecretName,
+    chat: ctx.chatApiKeySecretName,
+    judge: ctx.judgeApiKeySecretName,
+  };
+  for (const role of ENDPOINT_ROLES) {
+    if (roleSecret[role] !== undefined && roleUrl[role] === undefined) {
+      problems.push(`${role}ApiKeySecretName: needs ${role}BaseUrl`);
+    }
+  }
+  const roleEndpoints = ENDPOINT_ROLES.filter((role) => roleUrl[role] !== undefined);
   let pattern: ServingPattern | undefined;
   if (ctx.servingPattern !== undefined) {
     const budget =
-      MAX_SERVING_PATTERN_BYTES - (ctx.rerankBaseUrl === undefined ? 0 : RERANK_ENVIRONMENT_BYTES);
+      MAX_SERVING_PATTERN_BYTES -
+      (ctx.rerankBaseUrl === undefined ? 0 : RERANK_ENVIRONMENT_BYTES) -
+      roleEndpoints.length * ROLE_ENDPOINT_ENVIRONMENT_BYTES;
     const loaded = loadServingPattern(ctx.servingPattern, options, budget);
     // Without a readable pattern the model checks below would only add noise.
     if (loaded.problems.length > 0) return fail([...problems, ...loaded.problems]);
@@ -335,29 +378,35 @@ export function parseDeployConfig(
       `embeddingModel: '${ctx.embeddingModel}' differs from the serving pattern's '${patternEmbedding}' (queries and index must use one model)`,
     );
   }
+  // A role's models need its endpoint: its own, else openaiBaseUrl.
+  const embeddingEndpoint = ctx.embeddingBaseUrl ?? ctx.openaiBaseUrl;
+  const chatEndpoint = ctx.chatBaseUrl ?? ctx.openaiBaseUrl;
   const embeddingModel =
     ctx.embeddingModel ??
     patternEmbedding ??
-    (ctx.openaiBaseUrl === undefined ? LOCAL_EMBEDDING_MODEL : undefined);
+    (embeddingEndpoint === undefined ? LOCAL_EMBEDDING_MODEL : undefined);
   const foundationModel =
     ctx.foundationModel ??
     pattern?.settings.generation.model_id ??
-    (ctx.openaiBaseUrl === undefined ? LOCAL_FOUNDATION_MODEL : undefined);
-  if (ctx.openaiBaseUrl === undefined) {
-    for (const [key, id] of [
-      ['embeddingModel', embeddingModel],
-      ['foundationModel', foundationModel],
-    ] as const) {
+    (chatEndpoint === undefined ? LOCAL_FOUNDATION_MODEL : undefined);
+  for (const [key, id, endpoint, urlKey] of [
+    ['embeddingModel', embeddingModel, embeddingEndpoint, 'embeddingBaseUrl'],
+    ['foundationModel', foundationModel, chatEndpoint, 'chatBaseUrl'],
+  ] as const) {
+    if (endpoint === undefined) {
       if (id !== undefined && !isLocalModel(id)) {
-        problems.push(`${key}: '${id}' is not a local model, so openaiBaseUrl is required`);
+        problems.push(
+          `${key}: '${id}' is not a local model, so ${urlKey} or openaiBaseUrl is required`,
+        );
       }
-    }
-  } else {
-    if (embeddingModel === undefined) {
-      problems.push('embeddingModel: is required when openaiBaseUrl is set');
-    }
-    if (foundationModel === undefined) {
-      problems.push('foundationModel: is required when openaiBaseUrl is set');
+    } else if (id === undefined) {
+      problems.push(
+        `${key}: is required when ${ctx[urlKey] !== undefined ? urlKey : 'openaiBaseUrl'} is set`,
+      );
+    } else if (namesEndpoint(id)) {
+      problems.push(
+        `${key}: '${id}' names an endpoint (model@name); a deployment uses ${urlKey} or openaiBaseUrl`,
+      );
     }
   }
   if (problems.length > 0 || embeddingModel === undefined || foundationModel === undefined) {
@@ -382,6 +431,19 @@ export function parseDeployConfig(
               ? { apiKeySecretName: ctx.rerankApiKeySecretName }
               : {}),
           },
+        }
+      : {}),
+    ...(roleEndpoints.length > 0
+      ? {
+          endpoints: Object.fromEntries(
+            roleEndpoints.map((role) => [
+              role,
+              {
+                baseUrl: roleUrl[role] as string,
+                ...(roleSecret[role] !== undefined ? { apiKeySecretName: roleSecret[role] } : {}),
+              },
+            ]),
+          ),
         }
       : {}),
     embeddingModel,

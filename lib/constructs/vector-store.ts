@@ -85,7 +85,10 @@ export class VectorStore extends Construct implements VectorStoreAccess {
     }
 
     // Egress is needed only to reach an external model or reranker endpoint; AWS services go through endpoints.
-    const needsInternet = config.openai !== undefined || config.rerank !== undefined;
+    const needsInternet =
+      config.openai !== undefined ||
+      config.rerank !== undefined ||
+      Object.keys(config.endpoints ?? {}).length > 0;
     const vpc = new ec2.Vpc(this, 'Vpc', {
       maxAzs: 2,
       natGateways: needsInternet ? 1 : 0,

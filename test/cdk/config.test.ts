@@ -198,11 +198,50 @@ describe('parseDeployConfig', () => {
 
     // Assess
     expect(remoteWithoutEndpoint.message).toBe(
-      "Invalid deploy configuration (CDK context): embeddingModel: 'text-embedding-3-small' is not a local model, so openaiBaseUrl is required",
+      "Invalid deploy configuration (CDK context): embeddingModel: 'text-embedding-3-small' is not a local model, so embeddingBaseUrl or openaiBaseUrl is required",
     );
     expect(endpointWithoutModels.message).toBe(
       'Invalid deploy configuration (CDK context): embeddingModel: is required when openaiBaseUrl is set; ' +
         'foundationModel: is required when openaiBaseUrl is set',
+    );
+  });
+
+  it('gives each role its own endpoint, falling back to openaiBaseUrl, and checks their keys', () => {
+    // Act
+    const split = parseDeployConfig({
+      vectorStore: 'pgvector',
+      embeddingBaseUrl: 'http://tei.internal:8080/v1',
+      embeddingModel: 'BAAI/bge-small-en-v1.5',
+      chatBaseUrl: 'https://vllm.example.com/v1',
+      chatApiKeySecretName: 'ai4rag/vllm-key',
+      foundationModel: 'meta-llama/Llama-3.1-8B-Instruct',
+      judgeBaseUrl: 'https://api.openai.com/v1',
+      judgeApiKeySecretName: 'ai4rag/openai-api-key',
+    });
+    const embeddingsOnly = parseDeployConfig({
+      vectorStore: 'pgvector',
+      embeddingBaseUrl: 'http://tei.internal:8080/v1',
+      embeddingModel: 'BAAI/bge-small-en-v1.5',
+    });
+    const bad = errorOf(() =>
+      parseDeployConfig({
+        vectorStore: 'pgvector',
+        chatApiKeySecretName: 'ai4rag/k',
+        embeddingBaseUrl: 'http://tei:8080/v1',
+        embeddingModel: 'bge@tei',
+      }),
+    );
+    // Assess
+    expect(split.endpoints).toEqual({
+      embedding: { baseUrl: 'http://tei.internal:8080/v1' },
+      chat: { baseUrl: 'https://vllm.example.com/v1', apiKeySecretName: 'ai4rag/vllm-key' },
+      judge: { baseUrl: 'https://api.openai.com/v1', apiKeySecretName: 'ai4rag/openai-api-key' },
+    });
+    expect(split.openai).toBeUndefined();
+    expect(embeddingsOnly.foundationModel).toBe('local/extractive-v1');
+    expect(bad.message).toBe(
+      'Invalid deploy configuration (CDK context): chatApiKeySecretName: needs chatBaseUrl; ' +
+        "embeddingModel: 'bge@tei' names an endpoint (model@name); a deployment uses embeddingBaseUrl or openaiBaseUrl",
     );
   });
 

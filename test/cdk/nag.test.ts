@@ -31,6 +31,18 @@ const VARIANTS: [string, Record<string, unknown>][] = [
     },
   ],
   [
+    'pgvector + per-role endpoints with keys',
+    {
+      vectorStore: 'pgvector',
+      embeddingBaseUrl: 'https://tei.example.com/v1',
+      embeddingApiKeySecretName: 'ai4rag/tei-embed-key',
+      embeddingModel: 'BAAI/bge-small-en-v1.5',
+      chatBaseUrl: 'https://vllm.example.com/v1',
+      chatApiKeySecretName: 'ai4rag/vllm-key',
+      foundationModel: 'meta-llama/Llama-3.1-8B-Instruct',
+    },
+  ],
+  [
     'zilliz + OpenAI',
     {
       vectorStore: 'zilliz',

@@ -603,6 +603,36 @@ describe('Ai4ragStack (API keys, OpenAI endpoint, serving pattern)', () => {
   });
 });
 
+describe('Ai4ragStack (per-role model endpoints)', () => {
+  let s: Synthesized;
+  beforeAll(() => {
+    s = synthesize({
+      vectorStore: 'pgvector',
+      embeddingBaseUrl: 'http://tei.internal:8080/v1',
+      embeddingModel: 'BAAI/bge-small-en-v1.5',
+      chatBaseUrl: 'https://vllm.example.com/v1',
+      chatApiKeySecretName: 'ai4rag/vllm-key',
+      foundationModel: 'meta-llama/Llama-3.1-8B-Instruct',
+    });
+  });
+
+  it('gives the model functions each role endpoint and its key secret, and nothing of OPENAI_*', () => {
+    // Act
+    const generate = envOf(s, 'GenerateFunction');
+    // Assess
+    expect(generate).toMatchObject({
+      AI4RAG_EMBEDDING_BASE_URL: 'http://tei.internal:8080/v1',
+      AI4RAG_CHAT_BASE_URL: 'https://vllm.example.com/v1',
+      AI4RAG_EMBEDDING_MODEL: 'BAAI/bge-small-en-v1.5',
+    });
+    expect(JSON.stringify(generate.AI4RAG_CHAT_API_KEY_SECRET_ARN)).toContain(
+      'secret:ai4rag/vllm-key',
+    );
+    expect(generate.OPENAI_BASE_URL).toBeUndefined();
+    expect(generate.AI4RAG_EMBEDDING_API_KEY_SECRET_ARN).toBeUndefined();
+  });
+});
+
 describe('Ai4ragStack (reranker)', () => {
   let s: Synthesized;
   beforeAll(() => {

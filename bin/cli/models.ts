@@ -39,7 +39,7 @@ export async function cliEmbedder(spec: string): Promise<Embedder> {
   return createEmbedder(
     model,
     endpoint
-      ? { openai: { baseURL: endpoint.baseURL, apiKey: endpoint.apiKey ?? NO_API_KEY } }
+      ? { openai: { baseURL: endpoint.baseURL, apiKey: endpoint.apiKey || NO_API_KEY } }
       : {},
   );
 }
@@ -57,7 +57,7 @@ export function cliChatModel(spec: string | undefined): FoundationModel {
   if (!endpoint) return new LocalExtractiveModel();
   return new OpenAIFoundationModel({
     baseURL: endpoint.baseURL,
-    apiKey: endpoint.apiKey ?? '',
+    apiKey: endpoint.apiKey || NO_API_KEY,
     model,
   });
 }

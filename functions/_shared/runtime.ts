@@ -279,7 +279,7 @@ function modelFactory(
       const g = fenv.servingPattern?.generation;
       return new OpenAIFoundationModel({
         baseURL: endpoint.baseURL,
-        apiKey: (await keyOf(endpoint)) ?? NO_API_KEY,
+        apiKey: (await keyOf(endpoint)) || NO_API_KEY,
         model,
         ...(g?.temperature !== undefined && { temperature: g.temperature }),
         ...(g?.max_completion_tokens !== undefined && {
@@ -307,7 +307,7 @@ function embedderFactory(
       const { model, endpoint } = resolveModel(endpoints, 'embedding', id);
       if (endpoint === undefined) return createEmbedder(model);
       return createEmbedder(model, {
-        openai: { baseURL: endpoint.baseURL, apiKey: (await keyOf(endpoint)) ?? NO_API_KEY },
+        openai: { baseURL: endpoint.baseURL, apiKey: (await keyOf(endpoint)) || NO_API_KEY },
       });
     });
   };

@@ -12,6 +12,7 @@ import type { ChunkingOptions } from '../../shared/src/chunking/types.js';
 import { loadDocuments } from '../../shared/src/documents/load.js';
 import { featureHashVector } from '../../shared/src/embeddings/feature-hash.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
+import { mulberry32 } from '../../shared/src/util/random.js';
 import type { PgVectorConfig } from '../../shared/src/vectorstores/config.js';
 import {
   dropPgCollection,
@@ -45,17 +46,8 @@ export const CHUNKING_ARGS = [
 export const FAKE_DIMENSION = 16;
 export const FAKE_MODEL = 'fake-embedding';
 
-/** A deterministic PRNG (mulberry32). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A deterministic PRNG (the project's mulberry32). */
+export const prng = mulberry32;
 
 const WORDS =
   'protein enzyme market bond river garden policy leave budget travel expense password server cluster index vector query answer document version staged commit lease sweep orphan record chunk token model batch'.split(

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { CHARS_PER_TOKEN } from './chunking/limits.js';
+import { modelName } from './endpoints.js';
 import { ValidationError } from './errors.js';
 
 /** Tokens of one call or a sum of calls. */
@@ -60,12 +61,12 @@ export const NO_USAGE: TokenUsage = Object.freeze({ promptTokens: 0, completionT
 
 /**
  * Cost in USD of `usage` on `model`: 0 for local models, undefined when the table has no price for it (the caller
- * then reports tokens only — never a made-up cost).
+ * then reports tokens only — never a made-up cost). A `model@endpoint` id is priced as its bare model id.
  * @example costOf({ promptTokens: 2_000_000, completionTokens: 100_000 }, 'gpt-4o-mini', { 'gpt-4o-mini': { input: 0.15, output: 0.6 } }) // 0.36
  */
 export function costOf(usage: TokenUsage, model: string, table: PriceTable): number | undefined {
   if (model.startsWith('local/')) return 0;
-  const price = table[model];
+  const price = table[model] ?? table[modelName(model)];
   if (price === undefined) return undefined;
   const usd =
     (usage.promptTokens * price.input + usage.completionTokens * (price.output ?? 0)) / 1_000_000;

@@ -13,6 +13,7 @@ describe('pricing', () => {
     ['text-embedding-3-small', { promptTokens: 1_500_000, completionTokens: 0 }, 0.03],
     ['local/extractive-v1', { promptTokens: 9_999, completionTokens: 999 }, 0],
     ['unknown-model', { promptTokens: 10, completionTokens: 10 }, undefined],
+    ['gpt-4o-mini@azure', { promptTokens: 1_000_000, completionTokens: 1_000_000 }, 0.75],
   ] as const)('costs %s at %o as %s USD', (model, usage, expected) => {
     // Act / Assess
     expect(costOf(usage, model, table)).toBe(expected);

@@ -7,7 +7,7 @@ import {
   type TemplatePart,
 } from './templates.js';
 import { buildTermStats, type TermStats } from './term-stats.js';
-import type { ChatMessage, ChatOptions, ChatResult, FoundationModel } from './types.js';
+import type { ChatMessage, ChatOptions, ChatResult, ChatUsage, FoundationModel } from './types.js';
 
 /** The exact abstention answer of {@link LocalExtractiveModel}. */
 export const CANNOT_ANSWER = 'I cannot answer this question based on the provided documents.';
@@ -337,6 +337,14 @@ function checkShare(value: number, name: string): number {
   return value;
 }
 
+/** Tokens of a local answer, counted as ai4rag does: ceil(characters / 4) of the messages and of the answer. */
+function countedUsage(messages: ChatMessage[], content: string): ChatUsage {
+  const promptChars = messages.reduce((n, m) => n + m.content.length, 0);
+  const promptTokens = Math.ceil(promptChars / CHARS_PER_TOKEN);
+  const completionTokens = Math.ceil(content.length / CHARS_PER_TOKEN);
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+}
+
 /**
  * A deterministic, offline foundation model: it answers with the 1–2 context sentences (or table rows, rendered with
  * their header) that best match the question, copied from the context, or abstains with {@link CANNOT_ANSWER} when
@@ -383,17 +391,12 @@ export class LocalExtractiveModel implements FoundationModel {
    */
   async chat(messages: ChatMessage[], options: ChatOptions = {}): Promise<ChatResult> {
     const content = this.#answer(messages, options);
-    const promptChars = messages.reduce((n, m) => n + m.content.length, 0);
-    const promptTokens = Math.ceil(promptChars / CHARS_PER_TOKEN);
-    const completionTokens = Math.ceil(content.length / CHARS_PER_TOKEN);
-    return {
-      content,
-      usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
-    };
+    return { content, usage: countedUsage(messages, content) };
   }
 
   /**
-   * The same answer as {@link chat}, as word chunks (each word with its trailing whitespace).
+   * The same answer as {@link chat}, as word chunks (each word with its trailing whitespace); the counted tokens
+   * go to `options.onUsage` after the last chunk.
    * @throws {ValidationError} for a bad `maxCompletionTokens`; the signal's reason when aborted.
    */
   async *chatStream(messages: ChatMessage[], options: ChatOptions = {}): AsyncIterable<string> {
@@ -402,5 +405,6 @@ export class LocalExtractiveModel implements FoundationModel {
       options.signal?.throwIfAborted();
       yield piece;
     }
+    options.onUsage?.(countedUsage(messages, content));
   }
 }

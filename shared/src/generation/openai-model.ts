@@ -6,7 +6,7 @@ import type { OpenAIConnectionOptions } from '../util/openai-options.js';
 import { positiveInteger } from '../util/options.js';
 import { isTransientOpenAIError, withRetry } from '../util/retry.js';
 import { GenerationError } from './errors.js';
-import type { ChatMessage, ChatOptions, ChatResult, FoundationModel } from './types.js';
+import type { ChatMessage, ChatOptions, ChatResult, ChatUsage, FoundationModel } from './types.js';
 
 /** Options of {@link OpenAIFoundationModel}. */
 export interface OpenAIFoundationModelOptions extends OpenAIConnectionOptions {
@@ -22,6 +22,14 @@ function checkTemperature(value: number | undefined, fallback: number): number {
     throw new ValidationError(`temperature must be a number in [0, 2], got ${String(value)}`);
   }
   return value;
+}
+
+function toChatUsage(usage: OpenAI.CompletionUsage): ChatUsage {
+  return {
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    totalTokens: usage.total_tokens,
+  };
 }
 
 /**
@@ -143,23 +151,15 @@ export class OpenAIFoundationModel implements FoundationModel {
       throw new GenerationError(`Foundation model "${this.modelId}" returned no message content`);
     }
     const usage = response.usage;
-    return {
-      content,
-      ...(usage
-        ? {
-            usage: {
-              promptTokens: usage.prompt_tokens,
-              completionTokens: usage.completion_tokens,
-              totalTokens: usage.total_tokens,
-            },
-          }
-        : {}),
-    };
+    return { content, ...(usage && { usage: toChatUsage(usage) }) };
   }
 
   /**
    * Streams one chat completion (`stream: true`), yielding the non-empty content deltas. Opening the stream is
    * retried like {@link chat}; a failure after the first delta is not (the partial answer cannot be replayed).
+   * Asks for the tokens with `stream_options: { include_usage: true }` (the final chunk, `choices: []`, carries
+   * them; with vLLM's `continuous_usage_stats` every chunk does and the last one counts) and hands them to
+   * `options.onUsage` after the last delta; a server that sends none leaves it uncalled.
    * @throws {ValidationError} for bad per-call options; {@link GenerationError} on a provider error; the abort error
    * when `signal` fires.
    */
@@ -170,15 +170,18 @@ export class OpenAIFoundationModel implements FoundationModel {
       const stream = await this.#retrying(
         () =>
           this.#client.chat.completions.create(
-            { ...params, stream: true },
+            { ...params, stream: true, stream_options: { include_usage: true } },
             signal ? { signal } : {},
           ),
         signal,
       );
+      let usage: OpenAI.CompletionUsage | undefined;
       for await (const chunk of stream) {
+        if (chunk.usage) usage = chunk.usage;
         const delta = chunk.choices?.[0]?.delta?.content;
         if (typeof delta === 'string' && delta.length > 0) yield delta;
       }
+      if (usage) options.onUsage?.(toChatUsage(usage));
     } catch (err) {
       throw this.#wrap(err, signal);
     }

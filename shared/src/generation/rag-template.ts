@@ -1,4 +1,5 @@
 import { Ai4ragError, ValidationError } from '../errors.js';
+import type { TokenUsage } from '../pricing.js';
 import { rerankFailureWarning } from '../retrieval/rerank.js';
 import type { RetrievedChunk, Retriever } from '../retrieval/retriever.js';
 import {
@@ -7,7 +8,7 @@ import {
   type PromptTemplates,
   validatePromptTemplates,
 } from './templates.js';
-import type { ChatMessage, FoundationModel } from './types.js';
+import type { ChatMessage, ChatUsage, FoundationModel } from './types.js';
 
 /**
  * The reranker port, declared structurally (same shape as `retrieval/rerank.ts`) so this module does not depend on
@@ -76,6 +77,11 @@ export interface RagAnswer {
   timing: RagTiming;
   /** Degradations of this answer (a reranker failure under `fallback`); absent when there were none. */
   warnings?: string[];
+  /**
+   * Tokens of the chat call as the model reported them (counted by the local model); absent when the model
+   * reported none.
+   */
+  usage?: TokenUsage;
 }
 
 /** The result of {@link SimpleRAG.chat}: the caller's messages followed by the assistant's answer. */
@@ -83,11 +89,14 @@ export interface RagChatAnswer extends RagAnswer {
   conversation: ChatMessage[];
 }
 
-/** One event of {@link SimpleRAG.generateStream}, in the order sources → token* → done. */
+/**
+ * One event of {@link SimpleRAG.generateStream}, in the order sources → token* → done; `done` carries the tokens
+ * when the model reported them at the end of its stream.
+ */
 export type RagStreamEvent =
   | { type: 'sources'; referenceDocuments: ReferenceDocument[]; warnings?: string[] }
   | { type: 'token'; text: string }
-  | { type: 'done'; timing: RagTiming };
+  | { type: 'done'; timing: RagTiming; usage?: TokenUsage };
 
 /** Per-call options of the RAG template. */
 export interface RagCallOptions {
@@ -119,6 +128,13 @@ function checkQuestion(question: unknown): string {
     throw new ValidationError('question must be a non-empty string');
   }
   return question;
+}
+
+/** The prompt and completion tokens of a model's report; undefined unless it holds both. */
+export function tokenUsageOf(usage: ChatUsage | undefined): TokenUsage | undefined {
+  const { promptTokens, completionTokens } = usage ?? {};
+  if (!Number.isFinite(promptTokens) || !Number.isFinite(completionTokens)) return undefined;
+  return { promptTokens: promptTokens as number, completionTokens: completionTokens as number };
 }
 
 function toReference(chunk: RetrievedChunk): ReferenceDocument {
@@ -182,12 +198,14 @@ export class SimpleRAG {
     const messages = buildMessages(this.#templates, question, ranked.chunks);
     const result = await this.#model.chat(messages, withSignal(options.signal));
     const t3 = this.#now();
+    const usage = tokenUsageOf(result.usage);
     return {
       answer: result.content,
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
       ...(ranked.warnings && { warnings: ranked.warnings }),
+      ...(usage && { usage }),
     };
   }
 
@@ -222,12 +240,14 @@ export class SimpleRAG {
     const sent: ChatMessage[] = [system, ...messages.slice(0, -1).map((m) => ({ ...m })), user];
     const result = await this.#model.chat(sent, withSignal(options.signal));
     const t3 = this.#now();
+    const usage = tokenUsageOf(result.usage);
     return {
       answer: result.content,
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
       ...(ranked.warnings && { warnings: ranked.warnings }),
+      ...(usage && { usage }),
       conversation: [
         ...messages.map((m) => ({ ...m })),
         { role: 'assistant', content: result.content },
@@ -237,7 +257,7 @@ export class SimpleRAG {
 
   /**
    * Streams an answer: the sources first (so a client can show them at once), then the model's text deltas, then
-   * the timing. `generateMs` spans from the end of ranking to the last token, including the consumer's pauses.
+   * the timing (and the tokens, when the model reported them). `generateMs` spans from the end of ranking to the last token, including the consumer's pauses.
    * @throws {ValidationError} for an empty question (on the first iteration), and as {@link generate}.
    * @example for await (const e of rag.generateStream('Who wrote it?')) if (e.type === 'token') write(e.text);
    */
@@ -253,10 +273,18 @@ export class SimpleRAG {
       referenceDocuments: ranked.referenceDocuments,
       ...(ranked.warnings && { warnings: ranked.warnings }),
     };
-    for await (const text of this.#model.chatStream(messages, withSignal(options.signal))) {
+    let reported: ChatUsage | undefined;
+    const chatOptions = {
+      ...withSignal(options.signal),
+      onUsage: (u: ChatUsage) => {
+        reported = u;
+      },
+    };
+    for await (const text of this.#model.chatStream(messages, chatOptions)) {
       yield { type: 'token', text };
     }
-    yield { type: 'done', timing: this.#timing(ranked, this.#now()) };
+    const usage = tokenUsageOf(reported);
+    yield { type: 'done', timing: this.#timing(ranked, this.#now()), ...(usage && { usage }) };
   }
 
   #timing(ranked: Ranked, t3: number): RagTiming {

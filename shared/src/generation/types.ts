@@ -12,6 +12,11 @@ export interface ChatOptions {
   temperature?: number;
   /** Cancels the call (and any pending retry). */
   signal?: AbortSignal;
+  /**
+   * {@link FoundationModel.chatStream} only: receives the answer's tokens once the stream has ended, when the
+   * model reports them (a complete answer of {@link FoundationModel.chat} carries them in `usage`).
+   */
+  onUsage?: (usage: ChatUsage) => void;
 }
 
 /** Token counts reported by the provider (or approximated at 4 chars per token by local models). */

@@ -6,7 +6,7 @@ import {
   OpenAIFoundationModel,
   type OpenAIFoundationModelOptions,
 } from '../../../shared/src/generation/openai-model.js';
-import type { ChatMessage } from '../../../shared/src/generation/types.js';
+import type { ChatMessage, ChatUsage } from '../../../shared/src/generation/types.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../support/fake-openai-server.js';
 
 const MESSAGES: ChatMessage[] = [
@@ -118,12 +118,16 @@ describe('OpenAIFoundationModel (through the openai SDK, against the fake server
     expect(fake.requests).toHaveLength(2);
   });
 
-  it('streams the content deltas in order with stream: true', async () => {
+  it('streams the content deltas in order with stream: true, and the final usage chunk', async () => {
     // Prepare
     const m = model({ temperature: 0.3 });
+    const usages: ChatUsage[] = [];
     // Act
     const pieces: string[] = [];
-    for await (const piece of m.chatStream(MESSAGES, { maxCompletionTokens: 64 }))
+    for await (const piece of m.chatStream(MESSAGES, {
+      maxCompletionTokens: 64,
+      onUsage: (u) => usages.push(u),
+    }))
       pieces.push(piece);
     // Assess
     expect(pieces).toEqual([
@@ -144,8 +148,11 @@ describe('OpenAIFoundationModel (through the openai SDK, against the fake server
         max_completion_tokens: 64,
         temperature: 0.3,
         stream: true,
+        stream_options: { include_usage: true },
       },
     ]);
+    // 'Be brief.' + 'Where is the Colosseum?' = 32 characters, the answer 48: the fake's ceil(chars / 4).
+    expect(usages).toEqual([{ promptTokens: 8, completionTokens: 12, totalTokens: 20 }]);
   });
 
   it('retries opening a stream after a 500', async () => {

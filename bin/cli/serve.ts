@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { parseServingPattern } from '../../functions/_shared/env.js';
+import { parsePricesEnv, parseServingPattern } from '../../functions/_shared/env.js';
 import { errorResult, jsonResponse } from '../../functions/_shared/http.js';
 import { readStatus } from '../../functions/_shared/knowledge-base.js';
 import { bindLocalQueues, localContext, s3Notification } from '../../functions/_shared/local.js';
@@ -20,6 +20,7 @@ import { createSearchHandler } from '../../functions/search/handler.js';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { int, type OptionSpec, parse, str } from './args.js';
+import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';
 
 /** Flags of `ai4rag serve`. */
@@ -31,6 +32,7 @@ export const SERVE_OPTIONS: OptionSpec = {
   pattern: { type: 'string' },
   collection: { type: 'string' },
   ...RERANK_OPTIONS,
+  ...PRICES_OPTIONS,
 };
 
 /**
@@ -95,6 +97,7 @@ export interface ServeOptions {
   /** 0 picks a free port. @default 8787 */
   port?: number;
   token: string;
+  /** The runtime's environment; its AI4RAG_PRICES prices the answers (`cost_usd`). */
   env?: Readonly<Record<string, string | undefined>>;
   /** Vector store in memory (tests). */
   inMemory?: boolean;
@@ -214,9 +217,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     ...(options.inMemory && { inMemory: true }),
   });
   await bindLocalQueues(runtime);
+  const prices = parsePricesEnv(options.env ?? {});
   const handlers: Record<Exclude<Route['handler'], 'stream'>, ApiHandler> = {
     search: createSearchHandler(runtime) as unknown as ApiHandler,
-    generate: createGenerateHandler(runtime) as unknown as ApiHandler,
+    generate: createGenerateHandler(runtime, prices && { prices }) as unknown as ApiHandler,
     documents: createDocumentsHandler(runtime) as unknown as ApiHandler,
   };
   let baseUrl = '';
@@ -322,6 +326,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
               });
               return { write: (chunk) => res.write(chunk), end: () => res.end() };
             },
+            prices && { prices },
           );
           return;
         }
@@ -359,7 +364,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 
 /**
  * `ai4rag serve [--port N] [--host 127.0.0.1] [--data-dir D] [--token T] [--pattern FILE] [--collection C]
- * [--rerank MODEL] [--rerank-url URL] [--rerank-candidates N]`: runs until SIGINT/SIGTERM.
+ * [--rerank MODEL] [--rerank-url URL] [--rerank-candidates N] [--prices FILE]`: runs until SIGINT/SIGTERM. The price
+ * table (`--prices`, else AI4RAG_PRICES_FILE, else AI4RAG_PRICES) reaches the handlers as AI4RAG_PRICES.
  * Returns the exit code (0 after a clean shutdown, 2 for a usage error).
  * @example process.exitCode = await runServe(['--port', '8787']);
  */
@@ -383,6 +389,8 @@ export async function runServe(
     if (pattern !== undefined) overrides = patternEnv(pattern, collection);
     else if (collection !== undefined) overrides = { AI4RAG_COLLECTION: collection };
     overrides = { ...overrides, ...serveRerankEnv(p) };
+    const prices = await cliPrices(p);
+    if (prices !== undefined) overrides.AI4RAG_PRICES = JSON.stringify(prices);
   } catch (error) {
     io.err(`ai4rag serve: ${(error as Error).message}`);
     return 2;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { DEFAULT_COLLECTION } from '../../shared/src/defaults.js';
 import { parseEndpoints, resolveModel } from '../../shared/src/endpoints.js';
 import { ValidationError } from '../../shared/src/errors.js';
+import { type PriceTable, parsePriceTable } from '../../shared/src/pricing.js';
 import { RERANK_CANDIDATES } from '../../shared/src/retrieval/rerank.js';
 
 /** An environment record (`ENV` in production, a literal in tests). */
@@ -94,6 +95,8 @@ export interface FunctionEnv {
   rerankApiKeySecretArn?: string;
   rerankApiKey?: string;
   servingPattern?: ServingPattern;
+  /** USD per million tokens per model (AI4RAG_PRICES): the answers' `cost_usd`. */
+  prices?: PriceTable;
 }
 
 function get(env: EnvRecord, name: string): string | undefined {
@@ -103,8 +106,8 @@ function get(env: EnvRecord, name: string): string | undefined {
 
 /**
  * Parses the function settings.
- * @throws {ValidationError} for an unknown AI4RAG_STORE, a collection not starting with "ai4rag", or an
- * AI4RAG_SERVING_PATTERN that is not a valid pattern `settings` JSON.
+ * @throws {ValidationError} for an unknown AI4RAG_STORE, a collection not starting with "ai4rag", an
+ * AI4RAG_SERVING_PATTERN that is not a valid pattern `settings` JSON, or an AI4RAG_PRICES that is not a price table.
  * @example parseFunctionEnv({ AI4RAG_STORE: 'pgvector', AI4RAG_COLLECTION: 'ai4rag_kb' })
  */
 export function parseFunctionEnv(env: EnvRecord): FunctionEnv {
@@ -147,7 +150,27 @@ export function parseFunctionEnv(env: EnvRecord): FunctionEnv {
   const pattern = get(env, 'AI4RAG_SERVING_PATTERN');
   if (pattern !== undefined) out.servingPattern = parseServingPattern(pattern);
   checkRerankEnv(env, out);
+  const prices = parsePricesEnv(env);
+  if (prices !== undefined) out.prices = prices;
   return out;
+}
+
+/**
+ * Parses AI4RAG_PRICES: a price table as JSON, USD per million tokens per model id,
+ * `{"gpt-4o-mini": {"input": 0.15, "output": 0.6}}` (see `shared/src/pricing.ts`); undefined when unset.
+ * @throws {ValidationError} when it is not JSON or not a price table (naming the bad entries).
+ * @example parsePricesEnv({ AI4RAG_PRICES: '{"gpt-4o-mini": {"input": 0.15, "output": 0.6}}' })
+ */
+export function parsePricesEnv(env: EnvRecord): PriceTable | undefined {
+  const text = get(env, 'AI4RAG_PRICES');
+  if (text === undefined) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError('AI4RAG_PRICES is not valid JSON', { cause: error });
+  }
+  return parsePriceTable(raw, 'AI4RAG_PRICES');
 }
 
 /**

@@ -19,6 +19,7 @@ import type { RagAnswer, ReferenceDocument } from '../../shared/src/generation/r
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { DEFAULT_TEMPLATES, type PromptTemplates } from '../../shared/src/generation/templates.js';
 import type { TermStats } from '../../shared/src/generation/term-stats.js';
+import { costOf, type PriceTable, type TokenUsage } from '../../shared/src/pricing.js';
 import {
   defaultRerankCandidates,
   type Reranker,
@@ -282,8 +283,54 @@ export function toTiming(t: RagAnswer['timing']): GenerateResponse['timing'] {
   };
 }
 
-/** An answer as the API returns it. */
-export function toGenerateResponse(answer: RagAnswer, modelId: string): GenerateResponse {
+/**
+ * Tokens and cost in the API's snake_case: nothing when the model reported no usage; `cost_usd` when the price
+ * table prices the model (local models cost 0).
+ * @example usageFields({ promptTokens: 1000, completionTokens: 100 }, 'gpt-4o-mini', prices)
+ * // { usage: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 }, cost_usd: 0.00021 }
+ */
+export function usageFields(
+  usage: TokenUsage | undefined,
+  modelId: string | undefined,
+  prices: PriceTable = {},
+): Pick<GenerateResponse, 'usage' | 'cost_usd'> {
+  if (usage === undefined) return {};
+  const cost = modelId === undefined ? undefined : costOf(usage, modelId, prices);
+  return {
+    usage: {
+      prompt_tokens: usage.promptTokens,
+      completion_tokens: usage.completionTokens,
+      total_tokens: usage.promptTokens + usage.completionTokens,
+    },
+    ...(cost !== undefined && { cost_usd: cost }),
+  };
+}
+
+/** A handler's price table: given, or read on the first request (the Lambda's AI4RAG_PRICES). */
+export type PriceSource = PriceTable | (() => PriceTable | undefined);
+
+/** Options of the answering handlers. */
+export interface AnswerHandlerOptions {
+  /** Prices of the answers' `cost_usd`. @default none: tokens only (local models still cost 0) */
+  prices?: PriceSource;
+}
+
+/** Resolves a {@link PriceSource} once, on first use. */
+export function lazyPrices(source: PriceSource | undefined): () => PriceTable | undefined {
+  if (typeof source !== 'function') return () => source;
+  let resolved: { table: PriceTable | undefined } | undefined;
+  return () => {
+    resolved ??= { table: source() };
+    return resolved.table;
+  };
+}
+
+/** An answer as the API returns it; `prices` gives its cost. */
+export function toGenerateResponse(
+  answer: RagAnswer,
+  modelId: string,
+  prices?: PriceTable,
+): GenerateResponse {
   return {
     answer: answer.answer,
     question: answer.question,
@@ -291,5 +338,6 @@ export function toGenerateResponse(answer: RagAnswer, modelId: string): Generate
     reference_documents: answer.referenceDocuments.map(toReference),
     timing: toTiming(answer.timing),
     ...(answer.warnings !== undefined && { warnings: answer.warnings }),
+    ...usageFields(answer.usage, modelId, prices),
   };
 }

@@ -2,9 +2,11 @@
  * Server-sent events for the streaming answer: separated from the transport (Lambda response stream, node:http)
  * so it is testable with a plain string sink.
  */
+import type { StreamDoneEvent } from '../../shared/src/api/schemas.js';
 import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
 import type { RagStreamEvent } from '../../shared/src/generation/rag-template.js';
-import { toReference, toTiming } from './query.js';
+import type { PriceTable } from '../../shared/src/pricing.js';
+import { toReference, toTiming, usageFields } from './query.js';
 
 /** One SSE frame: `event: <name>` and the JSON data on one `data:` line. */
 export function formatSseEvent(event: string, data: unknown): string {
@@ -12,15 +14,15 @@ export function formatSseEvent(event: string, data: unknown): string {
 }
 
 /**
- * Writes a RAG stream as SSE frames `sources` (with `warnings` when reranking degraded), `token`*, `done`; a
- * failure mid-stream becomes an `error` frame (the status line is already sent), without internals unless it
- * is a client error.
- * @example await writeSse(rag.generateStream(q), (chunk) => res.write(chunk));
+ * Writes a RAG stream as SSE frames `sources` (with `warnings` when reranking degraded), `token`*, `done` (timing,
+ * `model`, and `usage` / `cost_usd` as /generate when the model reported its tokens); a failure mid-stream becomes
+ * an `error` frame (the status line is already sent), without internals unless it is a client error.
+ * @example await writeSse(rag.generateStream(q), (chunk) => res.write(chunk), { model, prices });
  */
 export async function writeSse(
   events: AsyncIterable<RagStreamEvent>,
   write: (chunk: string) => void | Promise<void>,
-  extra: { model?: string } = {},
+  extra: { model?: string; prices?: PriceTable } = {},
 ): Promise<void> {
   try {
     for await (const e of events) {
@@ -34,7 +36,12 @@ export async function writeSse(
       } else if (e.type === 'token') {
         await write(formatSseEvent('token', { text: e.text }));
       } else {
-        await write(formatSseEvent('done', { timing: toTiming(e.timing), ...extra }));
+        const done: StreamDoneEvent = {
+          timing: toTiming(e.timing),
+          ...(extra.model !== undefined && { model: extra.model }),
+          ...usageFields(e.usage, extra.model, extra.prices),
+        };
+        await write(formatSseEvent('done', done));
       }
     }
   } catch (error) {

@@ -9,18 +9,30 @@ import {
   GenerateRequest,
   parseWith,
 } from '../../shared/src/api/schemas.js';
+import { ENV } from '../../shared/src/config.js';
 import { NotFoundError } from '../../shared/src/errors.js';
+import { parsePricesEnv } from '../_shared/env.js';
 import { errorResult, httpHandler, jsonResponse } from '../_shared/http.js';
-import { ragFor, toGenerateResponse } from '../_shared/query.js';
+import {
+  type AnswerHandlerOptions,
+  lazyPrices,
+  ragFor,
+  toGenerateResponse,
+} from '../_shared/query.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 import { writeSse } from '../_shared/sse.js';
 
+/** The Lambda's price table: AI4RAG_PRICES, read on the first request (the runtime validated it at creation). */
+const ENV_PRICES = () => parsePricesEnv(ENV);
+
 /**
- * Builds the generate/chat handler; the route is told by the request path. `deps` replaces parts of the runtime.
- * @example export const handler = createGenerateHandler();
+ * Builds the generate/chat handler; the route is told by the request path. `deps` replaces parts of the runtime;
+ * `options.prices` prices the answers (`cost_usd`).
+ * @example export const handler = createGenerateHandler(undefined, { prices: table });
  */
-export function createGenerateHandler(deps?: Partial<Runtime>) {
+export function createGenerateHandler(deps?: Partial<Runtime>, options: AnswerHandlerOptions = {}) {
   const runtime = lazyRuntime(deps);
+  const prices = lazyPrices(options.prices);
   return httpHandler('generate', async (event) => {
     const route = event.resource ?? event.path;
     if (route === '/chat' || event.path?.endsWith('/chat')) {
@@ -28,7 +40,7 @@ export function createGenerateHandler(deps?: Partial<Runtime>) {
       const { rag, modelId } = await ragFor(runtime(), retrieval);
       const answer = await rag.chat(messages);
       const body: ChatResponse = {
-        ...toGenerateResponse(answer, modelId),
+        ...toGenerateResponse(answer, modelId, prices()),
         conversation: answer.conversation,
       };
       return jsonResponse(200, body);
@@ -36,14 +48,14 @@ export function createGenerateHandler(deps?: Partial<Runtime>) {
     if (route === '/generate' || event.path?.endsWith('/generate')) {
       const { question, ...retrieval } = parseWith(GenerateRequest, event.body, 'request body');
       const { rag, modelId } = await ragFor(runtime(), retrieval);
-      return jsonResponse(200, toGenerateResponse(await rag.generate(question), modelId));
+      return jsonResponse(200, toGenerateResponse(await rag.generate(question), modelId, prices()));
     }
     throw new NotFoundError(`no route ${event.httpMethod} ${event.path}`);
   });
 }
 
 /** Lambda entry point of /generate and /chat. */
-export const handler = createGenerateHandler();
+export const handler = createGenerateHandler(undefined, { prices: ENV_PRICES });
 
 /** The writable side of a Lambda response stream (the subset used here). */
 export interface ResponseStreamLike {
@@ -54,13 +66,14 @@ export interface ResponseStreamLike {
 
 /**
  * The streaming answer, transport-free: parses the Function URL request, then writes SSE frames (or one JSON
- * error body before any frame, with its status in `onStatus`).
+ * error body before any frame, with its status in `onStatus`); `options.prices` prices the `done` event.
  */
 export async function streamAnswer(
   rt: Runtime,
   event: Pick<APIGatewayProxyEventV2, 'body' | 'isBase64Encoded'>,
   stream: ResponseStreamLike,
   onStatus: (statusCode: number, contentType: string) => ResponseStreamLike = () => stream,
+  options: AnswerHandlerOptions = {},
 ): Promise<void> {
   let out = stream;
   try {
@@ -76,8 +89,10 @@ export async function streamAnswer(
     const { question, ...retrieval } = parseWith(GenerateRequest, raw, 'request body');
     const { rag, modelId } = await ragFor(rt, retrieval);
     out = onStatus(200, 'text/event-stream');
+    const prices = lazyPrices(options.prices)();
     await writeSse(rag.generateStream(question), (chunk) => void out.write(chunk), {
       model: modelId,
+      ...(prices && { prices }),
     });
   } catch (error) {
     const result = errorResult(error);
@@ -116,19 +131,28 @@ function lambdaGlobal(): AwsLambdaGlobal | undefined {
  * Creates the response-streaming entry point, or undefined outside the Lambda runtime (where the global
  * `awslambda` has no `streamifyResponse`).
  */
-export function createStreamHandler(deps?: Partial<Runtime>): unknown {
+export function createStreamHandler(
+  deps?: Partial<Runtime>,
+  options: AnswerHandlerOptions = {},
+): unknown {
   const lambda = lambdaGlobal();
   if (!lambda) return undefined;
   const runtime = lazyRuntime(deps);
+  const prices = lazyPrices(options.prices);
   return lambda.streamifyResponse(async (event, stream) =>
-    streamAnswer(runtime(), event, stream, (statusCode, contentType) =>
-      lambda.HttpResponseStream.from(stream, {
-        statusCode,
-        headers: { 'content-type': contentType, 'cache-control': 'no-cache' },
-      }),
+    streamAnswer(
+      runtime(),
+      event,
+      stream,
+      (statusCode, contentType) =>
+        lambda.HttpResponseStream.from(stream, {
+          statusCode,
+          headers: { 'content-type': contentType, 'cache-control': 'no-cache' },
+        }),
+      { prices },
     ),
   );
 }
 
 /** Lambda entry point of the Function URL (RESPONSE_STREAM); undefined outside Lambda. */
-export const streamHandler = createStreamHandler();
+export const streamHandler = createStreamHandler(undefined, { prices: ENV_PRICES });

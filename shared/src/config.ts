@@ -15,3 +15,6 @@ export const OPENAI_CONNECTION: Readonly<{ baseURL: string; apiKey: string }> | 
 
 /** Default local data directory of the CLI (`--data-dir` overrides it). */
 export const DEFAULT_DATA_DIR = env.AI4RAG_DATA_DIR ?? '.ai4rag';
+
+/** The price table file of the CLI (AI4RAG_PRICES_FILE; `--prices FILE` overrides it), if set. */
+export const PRICES_FILE: string | undefined = env.AI4RAG_PRICES_FILE?.trim() || undefined;

@@ -34,6 +34,13 @@ function schemaOf(schema: z.ZodType, io: 'input' | 'output', components: JsonObj
   return json;
 }
 
+/** Names the schema of a stream's `done` data (registered under components) in the route's description. */
+function streamDoneText(schema: z.ZodType | undefined, components: JsonObject): string {
+  if (schema === undefined) return '';
+  const ref = schemaOf(schema, 'output', components).$ref;
+  return typeof ref === 'string' ? `; the \`done\` data is ${ref}` : '';
+}
+
 /**
  * Builds the OpenAPI document (deterministic: same schemas, same JSON), served as `docs/openapi.json`.
  * @example writeFileSync('docs/openapi.json', `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`);
@@ -46,7 +53,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
     const responses: JsonObject = {
       '200': route.stream
         ? {
-            description: 'text/event-stream of `sources`, `token` and `done` events',
+            description: `text/event-stream of \`sources\`, \`token\` and \`done\` events${streamDoneText(route.streamDone, components)}`,
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           }
         : {

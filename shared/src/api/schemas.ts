@@ -132,7 +132,26 @@ const TimingSchema = z
   })
   .meta({ id: 'Timing' });
 
-/** POST /generate answer: text, model, sources and per-step timing. */
+/** Tokens of an answer's chat call. */
+export const UsageSchema = z
+  .object({
+    prompt_tokens: z.number().int().min(0),
+    completion_tokens: z.number().int().min(0),
+    total_tokens: z.number().int().min(0),
+  })
+  .meta({
+    id: 'Usage',
+    description:
+      "tokens of the answer's chat call as the model reported them (the local model counts ceil(characters / 4)); absent when the model reported none",
+  });
+
+/** Cost of an answer's tokens by the deployment's price table. */
+const CostUsd = z.number().min(0).optional().meta({
+  description:
+    'USD of `usage` by the price table (AI4RAG_PRICES, or `ai4rag serve --prices FILE`); 0 for local models; absent when the table has no price for the model or the usage is unknown',
+});
+
+/** POST /generate answer: text, model, sources, per-step timing and tokens. */
 export const GenerateResponse = z
   .object({
     answer: z.string(),
@@ -141,10 +160,24 @@ export const GenerateResponse = z
     reference_documents: z.array(ReferenceDocumentSchema),
     timing: TimingSchema,
     warnings: Warnings,
+    usage: UsageSchema.optional(),
+    cost_usd: CostUsd,
   })
   .meta({ id: 'GenerateResponse' });
 /** POST /generate answer, typed. */
 export type GenerateResponse = z.infer<typeof GenerateResponse>;
+
+/** The `done` event of POST /stream: timing, model and, when known, tokens and cost (as /generate). */
+export const StreamDoneEvent = z
+  .object({
+    timing: TimingSchema,
+    model: z.string().optional(),
+    usage: UsageSchema.optional(),
+    cost_usd: CostUsd,
+  })
+  .meta({ id: 'StreamDoneEvent' });
+/** The `done` event, typed. */
+export type StreamDoneEvent = z.infer<typeof StreamDoneEvent>;
 
 /** POST /chat answer: as /generate, plus the conversation ready for the next turn. */
 export const ChatResponse = GenerateResponse.extend({
@@ -249,6 +282,8 @@ export interface RouteSpec {
   errors: number[];
   /** Server-sent events instead of JSON. */
   stream?: boolean;
+  /** The data of a stream's closing `done` event. */
+  streamDone?: z.ZodType;
   /** Needs no bearer token. */
   public?: boolean;
 }
@@ -291,6 +326,7 @@ export const ROUTES: readonly RouteSpec[] = [
     response: z.string(),
     errors: [400, 401, 404],
     stream: true,
+    streamDone: StreamDoneEvent,
   },
   {
     method: 'get',

@@ -2,13 +2,15 @@ import type { RagAnswer } from '../../shared/src/generation/rag-template.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import type { OptionSpec } from './args.js';
 import { cliChatModel } from './models.js';
+import { PRICES_OPTIONS } from './prices.js';
 import { RERANK_OPTIONS } from './rerank.js';
 
-/** Flags of `ai4rag ask` beyond the collection and retrieval ones (reranking included). */
+/** Flags of `ai4rag ask` beyond the collection and retrieval ones (reranking and prices included). */
 export const ASK_OPTIONS: OptionSpec = {
   k: { type: 'string' },
   model: { type: 'string' },
   ...RERANK_OPTIONS,
+  ...PRICES_OPTIONS,
 };
 
 /**
@@ -20,8 +22,16 @@ export function createFoundationModel(modelId: string | undefined): FoundationMo
   return cliChatModel(modelId);
 }
 
-/** Human-readable rendering of an answer with its sources and timing. */
-export function renderAnswer(answer: RagAnswer): string[] {
+/** The tokens line of an answer: the model's usage and, when priced, its cost in USD. */
+export function usageLine(answer: RagAnswer, costUsd: number | undefined): string {
+  const u = answer.usage;
+  if (u === undefined) return 'tokens: not reported by the model';
+  const cost = costUsd === undefined ? '' : `, cost $${costUsd}`;
+  return `tokens: prompt ${u.promptTokens}, completion ${u.completionTokens}${cost}`;
+}
+
+/** Human-readable rendering of an answer with its sources, timing and tokens (and cost when priced). */
+export function renderAnswer(answer: RagAnswer, costUsd?: number): string[] {
   const lines = [answer.answer, '', 'Sources:'];
   answer.referenceDocuments.forEach((d, i) => {
     lines.push(
@@ -29,8 +39,10 @@ export function renderAnswer(answer: RagAnswer): string[] {
     );
   });
   const t = answer.timing;
+  // The timing stays the last line, as before the tokens were reported.
   lines.push(
     '',
+    usageLine(answer, costUsd),
     `retrieve ${t.retrieveMs.toFixed(1)} ms, rerank ${t.rerankMs.toFixed(1)} ms, generate ${t.generateMs.toFixed(1)} ms, total ${t.totalMs.toFixed(1)} ms`,
   );
   return lines;

@@ -23,6 +23,7 @@ import {
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
 import { OPTIMIZER_NAMES } from '../../shared/src/optimizer/optimizers.js';
+import { costOf } from '../../shared/src/pricing.js';
 import { rerankOrKeepOrder } from '../../shared/src/retrieval/rerank.js';
 import {
   type RetrievalMethod,
@@ -56,6 +57,7 @@ import {
   OPTIMIZER_SIM_OPTIONS,
 } from './experiment.js';
 import { cliEmbedder } from './models.js';
+import { cliPrices, PRICES_HELP } from './prices.js';
 import { ProgressLine } from './progress.js';
 import { RERANK_HELP, RERANK_OPTIONS, rerankFrom } from './rerank.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
@@ -70,8 +72,9 @@ Usage: ai4rag <command> [options]
 Commands:
   ingest <path>...        load, chunk, embed and store documents (files or folders)
   search <query>          search a collection
-  ask <question>          answer from a collection with cited sources and per-step timing
-                          (--model local/extractive-v1 by default, or an OpenAI-compatible chat model)
+  ask <question>          answer from a collection with cited sources, per-step timing and tokens
+                          (--model local/extractive-v1 by default, or an OpenAI-compatible chat model;
+                          --prices FILE adds the cost)
   eval-retrieval          score retrieval on a corpus + benchmark (recall@k, MRR@10, nDCG@10)
   documents               list the documents of a collection
   stats                   collection statistics
@@ -88,8 +91,8 @@ Commands:
                           pattern.json, evaluation_results.json and report.html (what \`npm start\` runs)
   optimizer-sim           replay optimizers over a recorded score table (--scores FILE)
   serve                   serve the query API locally through the Lambda handlers
-                          (--port N, --host 127.0.0.1, --token T, --pattern FILE; every route but /health needs
-                          "Authorization: Bearer <token>")
+                          (--port N, --host 127.0.0.1, --token T, --pattern FILE, --prices FILE; every route
+                          but /health needs "Authorization: Bearer <token>")
   demo                    ingest examples/docs and answer sample searches
 
 Global options:
@@ -123,6 +126,8 @@ Retrieval options (search, eval-retrieval):
   --window-size N          neighbours on each side, 1..4 with window (default 1); 0 with simple
 
 ${RERANK_HELP}
+
+${PRICES_HELP}
 
 experiment:
   --docs PATH              folder of documents, or one file (e.g. a .jsonl corpus)
@@ -506,6 +511,7 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
     throw new ValidationError('give a question, e.g. ai4rag ask "how many leave days"');
   const options = retrievalFrom(p, int(p, 'k', 5));
   const rerank = rerankFrom(p, options.numberOfChunks);
+  const prices = await cliPrices(p);
   const base = createFoundationModel(str(p, 'model'));
   return withSession(
     p,
@@ -526,8 +532,17 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
       });
       const answer = await rag.generate(question);
       for (const w of answer.warnings ?? []) io.err(`warning: ${w}`);
-      if (flag(p, 'json')) io.out(JSON.stringify({ ...answer, model: model.modelId }));
-      else for (const line of renderAnswer(answer)) io.out(line);
+      // Local models cost 0 with or without a table; others only when the table prices them.
+      const costUsd = answer.usage && costOf(answer.usage, model.modelId, prices ?? {});
+      if (flag(p, 'json')) {
+        io.out(
+          JSON.stringify({
+            ...answer,
+            model: model.modelId,
+            ...(costUsd !== undefined && { costUsd }),
+          }),
+        );
+      } else for (const line of renderAnswer(answer, costUsd)) io.out(line);
       return 0;
     },
     READER,

@@ -28,7 +28,8 @@ const PriceSchema = z.strictObject({
   input: z.number().finite().min(0),
   output: z.number().finite().min(0).optional(),
 });
-const TableSchema = z.record(z.string().min(1), PriceSchema);
+/** The zod schema of a price table (for inputs that embed one, e.g. an experiment's `prices`). */
+export const PriceTableSchema = z.record(z.string().min(1), PriceSchema);
 
 /**
  * Validates a price table (e.g. the parsed `--prices FILE` / `AI4RAG_PRICES_FILE`):
@@ -36,7 +37,7 @@ const TableSchema = z.record(z.string().min(1), PriceSchema);
  * @throws {ValidationError} naming the first bad entries and where they came from.
  */
 export function parsePriceTable(raw: unknown, source = 'price table'): PriceTable {
-  const parsed = TableSchema.safeParse(raw);
+  const parsed = PriceTableSchema.safeParse(raw);
   if (!parsed.success) {
     const detail = parsed.error.issues
       .slice(0, 3)

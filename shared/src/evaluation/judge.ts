@@ -13,6 +13,9 @@ import { type MetricScores, round4 } from './score.js';
 export const ANSWER_RELEVANCE_GUIDELINE =
   "Evaluate whether the response directly and helpfully addresses the user's question. Consider relevance, helpfulness, accuracy, and whether the answer stays on topic.";
 
+/** Most tokens a judge reply may take (it is a short JSON object). */
+export const JUDGE_MAX_COMPLETION_TOKENS = 256;
+
 /** The judge prompt: an impartial judge, the question and the response only (no contexts, no references). */
 export function judgePrompt(question: string, answer: string): string {
   return [
@@ -70,11 +73,23 @@ export interface JudgeItem {
   answer: string;
 }
 
+/** Tokens of the judge's calls. */
+export interface JudgeUsage {
+  /** Calls that answered (failed calls spent nothing that is known). */
+  calls: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** Answered calls whose tokens the model did not report (not in the counts). */
+  unreportedCalls: number;
+}
+
 /** Result of {@link judgeAnswerRelevance}. */
 export interface JudgeResult {
   /** Per question: (s − 1) / 4, or null when the judge failed or replied out of range. */
   values: (number | null)[];
   scores: MetricScores;
+  /** The judge's tokens, as the model reported them. */
+  usage: JudgeUsage;
 }
 
 /**
@@ -92,15 +107,22 @@ export async function judgeAnswerRelevance(
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new ValidationError(`concurrency must be a positive integer, got ${concurrency}`);
   }
+  const usage: JudgeUsage = { calls: 0, promptTokens: 0, completionTokens: 0, unreportedCalls: 0 };
   const values = await mapLimit(items, concurrency, async (item) => {
     try {
       const reply = await model.chat(
         [{ role: 'user', content: judgePrompt(item.question, item.answer) }],
         {
           temperature: 0,
-          maxCompletionTokens: 256,
+          maxCompletionTokens: JUDGE_MAX_COMPLETION_TOKENS,
         },
       );
+      usage.calls += 1;
+      const { promptTokens, completionTokens } = reply.usage ?? {};
+      if (Number.isFinite(promptTokens) && Number.isFinite(completionTokens)) {
+        usage.promptTokens += promptTokens as number;
+        usage.completionTokens += completionTokens as number;
+      } else usage.unreportedCalls += 1;
       const score = parseJudgeScore(reply.content);
       return score === null ? null : (score - 1) / 4;
     } catch {
@@ -109,7 +131,7 @@ export async function judgeAnswerRelevance(
   });
   const valid = values.filter((v): v is number => v !== null);
   if (valid.length === 0) {
-    return { values, scores: { mean: null, ci_low: null, ci_high: null } };
+    return { values, scores: { mean: null, ci_low: null, ci_high: null }, usage };
   }
   const mean = valid.reduce((a, b) => a + b, 0) / valid.length;
   const ci =
@@ -123,5 +145,6 @@ export async function judgeAnswerRelevance(
       ci_low: round4(ci?.low ?? null),
       ci_high: round4(ci?.high ?? null),
     },
+    usage,
   };
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { PriceTableSchema } from '../pricing.js';
 
 /** Experiment ids name folders and S3 prefixes: letters, digits, `-` and `_`. */
 export const EXPERIMENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
@@ -68,6 +69,11 @@ export const ExperimentInputSchema = z.strictObject({
       'answer_relevance',
     ])
     .default('overall_score'),
+  /**
+   * USD per million tokens per model id (`{"gpt-4o-mini": {"input": 0.15, "output": 0.6}}`): the trials' and the
+   * experiment's `cost_usd`. Without it, tokens only. A resume may replace it; costs are computed at finalize.
+   */
+  prices: PriceTableSchema.optional(),
   /** A chat model that judges answer_relevance (ai4rag's LLM-as-a-judge); off when absent. */
   judgeModel: z.string().trim().min(1).max(200).optional(),
   /** Earlier results `{<param>: value, …, score}` (warm start; they use no budget). */

@@ -31,7 +31,8 @@ function isScored(t: TrialRecord): t is ScoredTrial {
  * Ranks the successful patterns of an experiment, best first, like ai4rag's leaderboard (descending
  * optimization score). Ties go to the earlier iteration so the order is stable across re-runs, and a
  * pattern that appears twice (a cached trial carrying its original's payload) is listed once. Trials
- * without a payload (failed, or cached without one) are not patterns and are left out.
+ * without a payload (failed, or cached without one) are not patterns and are left out. Each entry carries its
+ * trial's `usage` (tokens and cost) and `cached` mark when it has them.
  * @param trials - The experiment's trials in any order, failed ones included.
  * @returns Entries ranked 1..n.
  * @example buildLeaderboard(report.trials).map((e) => `${e.rank}. ${e.pattern_name}`)
@@ -57,6 +58,8 @@ export function buildLeaderboard(trials: readonly TrialRecord[]): LeaderboardEnt
       pattern_name: trial.pattern_name,
       score: trial.score,
       pattern: trial.pattern,
+      ...(trial.usage !== undefined && { usage: trial.usage }),
+      ...(trial.cached === true && { cached: true as const }),
     });
   }
   return entries;

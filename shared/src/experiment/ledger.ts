@@ -15,6 +15,7 @@ import type {
   StatusEvent,
   TrialConfig,
   TrialRecord,
+  UsageSummary,
 } from './types.js';
 
 /** Root prefix of all experiments in the artifacts store. */
@@ -37,6 +38,8 @@ export function ledgerKeys(prefix: string) {
     benchmark: `${prefix}benchmark.json`,
     trial: (trialId: string) => `${prefix}trials/${trialId}.json`,
     trialResult: (trialId: string) => `${prefix}trials/${trialId}.result.json`,
+    /** The embedding tokens of the index a trial built (zero when it reused one). */
+    indexUsage: (trialId: string) => `${prefix}trials/${trialId}.index-usage.json`,
     events: `${prefix}events/`,
     batches: (trialId: string) => `${prefix}batches/${trialId}/`,
     pattern: (name: string) => `${prefix}patterns/${name}/pattern.json`,
@@ -98,6 +101,8 @@ export interface TrialResultFile {
   pattern: PatternPayload;
   evaluation: EvaluationRecord[];
   durationSeconds: number;
+  /** Tokens of the evaluation per model and role (unpriced: finalize prices them). */
+  usage?: UsageSummary;
 }
 
 /** Reads `state.json`. */

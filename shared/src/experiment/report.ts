@@ -16,6 +16,7 @@ import type {
   ReportData,
   StatusEvent,
   TrialRecord,
+  UsageSummary,
 } from './types.js';
 
 /** How many of the best patterns the confidence-interval chart shows. */
@@ -159,9 +160,31 @@ function table(
   );
 }
 
+/** Tokens of a summary as text, e.g. `1,234 (1,000 prompt + 234 completion)`; `–` without one. */
+function tokensText(u: UsageSummary | undefined): string {
+  if (u === undefined) return '–';
+  const total = u.prompt_tokens + u.completion_tokens;
+  return `${total.toLocaleString('en-US')} (${u.prompt_tokens.toLocaleString('en-US')} prompt + ${u.completion_tokens.toLocaleString('en-US')} completion)`;
+}
+
+/** USD with up to 6 decimals (a millionth of a dollar, as the costs are rounded); `–` when unknown. */
+function usdText(usd: number | undefined): string {
+  return usd === undefined ? '–' : `$${Number(usd.toFixed(6))}`;
+}
+
 function renderHeader(data: ReportData): string {
   const failed = data.trials.filter((t) => !finite(t.score) || t.error !== undefined).length;
   const cached = data.trials.filter((t) => t.cached === true).length;
+  const usage = data.usage;
+  const usageFacts: [string, string][] =
+    usage === undefined
+      ? []
+      : [
+          ['Tokens spent', esc(tokensText(usage.spent))],
+          ...(usage.priced
+            ? ([['Cost spent (USD)', esc(usdText(usage.spent.cost_usd))]] as [string, string][])
+            : []),
+        ];
   const facts: [string, string][] = [
     ['Experiment', esc(data.experiment_id)],
     ['Date', `<time datetime="${esc(data.created_at)}">${esc(formatDate(data.created_at))}</time>`],
@@ -173,6 +196,7 @@ function renderHeader(data: ReportData): string {
     ['Questions', esc(data.questions)],
     ['Documents', esc(data.documents)],
     ['Valid combinations (max_combinations)', esc(data.max_combinations)],
+    ...usageFacts,
   ];
   return (
     `<header><h1>RAG optimization report</h1>` +
@@ -278,12 +302,15 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
     ...(reranked ? ['Reranker'] : []),
     'Foundation model',
   ];
+  // Only when the trials recorded tokens, so reports of older experiments keep their columns.
+  const withUsage = entries.some((e) => e.usage !== undefined);
   const head = [
     'Rank',
     'Pattern',
     `Score (${data.optimization_metric})`,
     ...metrics.map((m) => `${m} mean [95% CI]`),
     ...configHead,
+    ...(withUsage ? ['Tokens', 'Cost (USD)'] : []),
   ];
   const rows = entries.map((e, i) => {
     const s = e.pattern.settings;
@@ -311,6 +338,7 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
       config
         .map((v) => `<td${typeof v === 'number' ? ' class="num"' : ''}>${esc(valueText(v))}</td>`)
         .join('') +
+      (withUsage ? usageCells(e.usage, e.cached === true) : '') +
       `</tr>`
     );
   });
@@ -450,23 +478,104 @@ function configText(config: Record<string, unknown>): string {
     .join(', ');
 }
 
+/** Tokens and cost cells of a trial; a cached trial's are what its original evaluation cost, marked so. */
+function usageCells(usage: UsageSummary | undefined, cached: boolean): string {
+  const mark = usage !== undefined && cached ? ' (cached, not spent again)' : '';
+  return (
+    `<td class="num">${esc(usage === undefined ? '–' : (usage.prompt_tokens + usage.completion_tokens).toLocaleString('en-US'))}${esc(mark)}</td>` +
+    `<td class="num">${esc(usdText(usage?.cost_usd))}</td>`
+  );
+}
+
 function renderTrialTable(trials: readonly TrialRecord[]): string {
+  const withUsage = trials.some((t) => t.usage !== undefined);
   const rows = trials.map((t) => {
     const status = isFailed(t) ? 'failed' : t.cached === true ? 'cached' : 'evaluated';
     return (
       `<tr><td class="num">${esc(t.iteration)}</td><th scope="row">${esc(t.pattern_name)}</th>` +
       `<td class="num">${esc(num(t.score))}</td><td${status === 'failed' ? ' class="error"' : ''}>${status}</td>` +
-      `<td class="num">${esc(num(t.duration_seconds))}</td><td>${esc(configText(t.config))}</td></tr>`
+      `<td class="num">${esc(num(t.duration_seconds))}</td>` +
+      (withUsage ? usageCells(t.usage, t.cached === true) : '') +
+      `<td>${esc(configText(t.config))}</td></tr>`
     );
   });
   return (
     `<details id="trial-table"><summary>All trials (${trials.length})</summary>` +
     table(
       'Every trial in iteration order',
-      ['Iteration', 'Pattern', 'Score', 'Status', 'Duration (s)', 'Configuration'],
+      [
+        'Iteration',
+        'Pattern',
+        'Score',
+        'Status',
+        'Duration (s)',
+        ...(withUsage ? ['Tokens', 'Cost (USD)'] : []),
+        'Configuration',
+      ],
       rows,
     ) +
     `</details>`
+  );
+}
+
+function usageRows(u: UsageSummary, label: string): string[] {
+  return u.models.map(
+    (m) =>
+      `<tr><td>${esc(label)}</td><td>${esc(m.role)}</td><th scope="row">${esc(m.model_id)}</th>` +
+      `<td class="num">${esc(m.calls)}</td><td class="num">${esc(m.prompt_tokens.toLocaleString('en-US'))}</td>` +
+      `<td class="num">${esc(m.completion_tokens.toLocaleString('en-US'))}</td>` +
+      `<td class="num">${esc(usdText(m.cost_usd))}</td>` +
+      `<td>${esc(
+        [
+          m.approximate === true ? 'approximate: ceil(characters / 4)' : '',
+          (m.unreported_calls ?? 0) > 0 ? `${m.unreported_calls} call(s) reported no tokens` : '',
+        ]
+          .filter((x) => x !== '')
+          .join('; '),
+      )}</td></tr>`,
+  );
+}
+
+function renderUsage(data: ReportData): string {
+  const usage = data.usage;
+  const heading = `<h2>Tokens and cost</h2>`;
+  if (usage === undefined) {
+    return `<section id="usage">${heading}<p>This experiment recorded no tokens.</p></section>`;
+  }
+  const totals = [
+    `<tr><th scope="row">Spent by this run</th><td class="num">${esc(tokensText(usage.spent))}</td><td class="num">${esc(usdText(usage.spent.cost_usd))}</td></tr>`,
+    `<tr><th scope="row">Cached trials (original cost, not spent again)</th><td class="num">${esc(tokensText(usage.cached))}</td><td class="num">${esc(usdText(usage.cached.cost_usd))}</td></tr>`,
+  ];
+  const notes = [
+    usage.priced
+      ? 'Costs use the experiment’s price table (USD per million tokens); a total is shown only when every model has a price, and local models cost nothing.'
+      : 'No price table was given (--prices FILE): tokens only.',
+    'Embedding tokens are approximated as ceil(characters / 4) of the texts embedded (index chunks when a trial built its index, and the questions); chat tokens are what the models reported.',
+    ...(usage.trials_without_usage > 0
+      ? [
+          `${usage.trials_without_usage} trial(s) have no token record (failed trials, or cache entries from before tokens were recorded).`,
+        ]
+      : []),
+  ];
+  return (
+    `<section id="usage">${heading}` +
+    table('Experiment totals', ['', 'Tokens', 'Cost (USD)'], totals, ' id="usage-totals"') +
+    table(
+      'Tokens per model and role',
+      [
+        'Trials',
+        'Role',
+        'Model',
+        'Calls',
+        'Prompt tokens',
+        'Completion tokens',
+        'Cost (USD)',
+        'Note',
+      ],
+      [...usageRows(usage.spent, 'spent'), ...usageRows(usage.cached, 'cached')],
+      ' id="usage-models"',
+    ) +
+    `<p class="note">${notes.map(esc).join(' ')}</p></section>`
   );
 }
 
@@ -727,6 +836,7 @@ export function renderReport(data: ReportData): string {
     '<main>',
     renderBest(data, best),
     renderLeaderboard(data, entries),
+    renderUsage(data),
     renderTrialChart(data),
     renderCiChart(data, entries),
     renderEffects(data),

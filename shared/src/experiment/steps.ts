@@ -14,7 +14,7 @@ import type { Embedder } from '../embeddings/types.js';
 import { Ai4ragError, NotFoundError, toError, ValidationError } from '../errors.js';
 import { type BenchmarkQuestion, parseBenchmark } from '../evaluation/benchmark.js';
 import { bootstrapCi } from '../evaluation/bootstrap.js';
-import { judgeAnswerRelevance } from '../evaluation/judge.js';
+import { type JudgeUsage, judgeAnswerRelevance } from '../evaluation/judge.js';
 import { questionMetrics } from '../evaluation/retrieval-metrics.js';
 import { round4, scoreEvaluationData } from '../evaluation/score.js';
 import { GenerationError } from '../generation/errors.js';
@@ -67,6 +67,7 @@ import {
   retrieverOptions,
   sha256Hex,
   stableStringify,
+  type TrialSettings,
   trialSettings,
 } from './params.js';
 import { preselectModels } from './preselect.js';
@@ -79,7 +80,15 @@ import type {
   PatternPayload,
   StatusEvent,
   TrialConfig,
+  UsageSummary,
 } from './types.js';
+import {
+  embeddingUsage,
+  experimentUsage,
+  type ModelUsageInput,
+  priceTrials,
+  summarizeUsage,
+} from './usage.js';
 
 /** What the steps need from their environment (the Lambda runtime, or the local one). */
 export interface ExperimentDeps {
@@ -348,6 +357,8 @@ export async function prepareExperiment(
           state.input[key] = input[key];
         }
       }
+      // Prices only turn tokens into USD (at finalize), so a resume may bring a new table.
+      if (input.prices !== undefined) state.input.prices = input.prices;
       await writeState(deps.artifacts, prefix, state);
       log.emit(
         'info',
@@ -365,16 +376,10 @@ export async function prepareExperiment(
         throw error;
       },
     );
-    let questions = parseBenchmark(benchmarkRaw, input.benchmarkKey);
-    if (input.benchmarkSampleSize > 0 && questions.length > input.benchmarkSampleSize) {
-      const picked = new Set(
-        shuffleSeeded(
-          questions.map((_, i) => i),
-          42,
-        ).slice(0, input.benchmarkSampleSize),
-      );
-      questions = questions.filter((_, i) => picked.has(i));
-    }
+    let questions = sampleBenchmark(
+      parseBenchmark(benchmarkRaw, input.benchmarkKey),
+      input.benchmarkSampleSize,
+    );
     questions = matchBenchmarkKeys(
       questions,
       documents.map((d) => d.key),
@@ -427,23 +432,12 @@ export async function prepareExperiment(
         `Unknown optimizer '${optimizer}'; use one of ${OPTIMIZER_NAMES.join(', ')}.`,
       );
     }
-    const storeForSpace = deps.storeKind === 'milvus' ? 'milvus' : 'pgvector';
-    let params: Parameter[] = defaultSearchSpace({
-      foundationModels: foundationModels.map((modelId) => ({ modelId })),
+    const candidates = experimentCandidates(
+      input,
+      foundationModels,
       embeddingModels,
-      vectorStore: storeForSpace,
-    });
-    if (input.searchSpace !== undefined) {
-      params = mergeSearchSpace(params, parseSearchSpaceOverrides(input.searchSpace));
-    }
-    const space = createSearchSpace(params, {
-      ...(input.maxCombinations !== undefined && { maxCombinations: input.maxCombinations }),
-      seed: input.seed,
-    });
-    const candidates = space.combinations();
-    if (candidates.length === 0) {
-      throw new ValidationError('The search space has no valid combination.');
-    }
+      deps.storeKind,
+    );
     await checkRerankers(deps, candidates, log);
     const corpusHash = sha256Hex(
       stableStringify(documents.map((d) => [d.key, d.contentHash]).sort()),
@@ -477,6 +471,55 @@ export async function prepareExperiment(
     return { experimentId, prefix, trialConcurrency: input.trialConcurrency };
   });
 }
+
+/**
+ * ai4rag's seeded sample (seed 42) of `size` benchmark questions, in their original order; all when `size` is 0
+ * or not smaller than the benchmark.
+ */
+export function sampleBenchmark<T>(questions: readonly T[], size: number): T[] {
+  if (size <= 0 || questions.length <= size) return [...questions];
+  const picked = new Set(
+    shuffleSeeded(
+      questions.map((_, i) => i),
+      42,
+    ).slice(0, size),
+  );
+  return questions.filter((_, i) => picked.has(i));
+}
+
+/**
+ * The valid configurations of an experiment's search space: the default space for its models (embedding models
+ * with their context length when known), merged with the input's overrides, sampled to `maxCombinations`.
+ * @throws {ValidationError} for bad overrides or a space without a valid combination.
+ */
+export function experimentCandidates(
+  input: ExperimentInput,
+  foundationModels: readonly string[],
+  embeddingModels: readonly ModelRef[],
+  storeKind: string,
+): TrialConfig[] {
+  let params: Parameter[] = defaultSearchSpace({
+    foundationModels: foundationModels.map((modelId) => ({ modelId })),
+    embeddingModels,
+    vectorStore: storeKind === 'milvus' ? 'milvus' : 'pgvector',
+  });
+  if (input.searchSpace !== undefined) {
+    params = mergeSearchSpace(params, parseSearchSpaceOverrides(input.searchSpace));
+  }
+  const candidates = createSearchSpace(params, {
+    ...(input.maxCombinations !== undefined && { maxCombinations: input.maxCombinations }),
+    seed: input.seed,
+  }).combinations();
+  if (candidates.length === 0) {
+    throw new ValidationError('The search space has no valid combination.');
+  }
+  return candidates;
+}
+
+/** The experiment's foundation models when the input names none. */
+export const DEFAULT_EXPERIMENT_FOUNDATION_MODELS: readonly string[] = DEFAULT_FOUNDATION_MODELS;
+/** The experiment's embedding models when the input names none. */
+export const DEFAULT_EXPERIMENT_EMBEDDING_MODELS: readonly string[] = DEFAULT_EMBEDDING_MODELS;
 
 /**
  * Resolves every reranker the search space names before any trial runs, so a missing endpoint fails the
@@ -530,6 +573,8 @@ interface CachedResult {
   score: number;
   pattern: PatternPayload;
   evaluation: EvaluationRecord[];
+  /** The tokens the evaluation cost (absent in entries written before tokens were recorded). */
+  usage?: UsageSummary;
 }
 
 /**
@@ -595,6 +640,8 @@ export async function proposeRound(deps: ExperimentDeps, ref: ExperimentRef): Pr
             pattern,
             cached: true,
             duration_seconds: 0,
+            // What the original evaluation cost; `cached` says nothing was spent again.
+            ...(cached.usage !== undefined && { usage: cached.usage }),
             status: 'done',
             collection: plan.collection,
           });
@@ -687,11 +734,25 @@ export async function indexTrial(
     const embedder = await deps.embedder(settings.embeddingModel);
     if (await indexUsable(deps, plan.collection, embedder)) {
       log.emit('info', `Using index ${plan.collection}.`, 'embedding');
+      // Written even when nothing is embedded, so a resumed trial of the same id never counts a stale build.
+      await putJson(
+        deps.artifacts,
+        keys.indexUsage(ref.trialId),
+        embeddingUsage(settings.embeddingModel, []),
+      );
       return { collection: plan.collection, batches: [] };
     }
     const documents = await readDocuments(deps.artifacts, ref.prefix);
     const chunks: AI4RAGChunk[] = [];
     for (const doc of documents) chunks.push(...chunkDocument(doc, settings.chunking));
+    await putJson(
+      deps.artifacts,
+      keys.indexUsage(ref.trialId),
+      embeddingUsage(
+        settings.embeddingModel,
+        chunks.map((c) => c.text),
+      ),
+    );
     const c = settings.chunking;
     log.emit(
       'info',
@@ -781,6 +842,61 @@ const METRIC_DESCRIPTIONS: Record<string, string> = {
 };
 
 /**
+ * The tokens of a trial's evaluation: the answers (as the chat model reported them), the judge's calls, and the
+ * embeddings — of the index when this trial built it (its index step counted the chunks) and of every question —
+ * approximated as ceil(characters / 4). Unpriced: finalize prices them.
+ */
+async function trialUsage(
+  deps: ExperimentDeps,
+  ref: TrialRef,
+  settings: TrialSettings,
+  questions: readonly BenchmarkQuestion[],
+  answers: readonly (
+    | { ok: true; usage?: { promptTokens: number; completionTokens: number } | undefined }
+    | { ok: false }
+  )[],
+  judge: { modelId: string; usage: JudgeUsage } | undefined,
+): Promise<UsageSummary> {
+  const answered = answers.filter((a) => a.ok);
+  const reported = answered.flatMap((a) => (a.usage === undefined ? [] : [a.usage]));
+  const rows: ModelUsageInput[] = [
+    {
+      modelId: settings.foundationModel,
+      role: 'generation',
+      calls: answered.length,
+      promptTokens: reported.reduce((n, u) => n + u.promptTokens, 0),
+      completionTokens: reported.reduce((n, u) => n + u.completionTokens, 0),
+      unreportedCalls: answered.length - reported.length,
+    },
+  ];
+  if (judge !== undefined) {
+    rows.push({
+      modelId: judge.modelId,
+      role: 'judge',
+      calls: judge.usage.calls,
+      promptTokens: judge.usage.promptTokens,
+      completionTokens: judge.usage.completionTokens,
+      unreportedCalls: judge.usage.unreportedCalls,
+    });
+  }
+  const index = await getJson<ModelUsageInput>(
+    deps.artifacts,
+    ledgerKeys(ref.prefix).indexUsage(ref.trialId),
+  ).catch((error: unknown) => {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  });
+  if (index !== undefined && index.calls > 0) rows.push(index);
+  rows.push(
+    embeddingUsage(
+      settings.embeddingModel,
+      questions.map((q) => q.question),
+    ),
+  );
+  return summarizeUsage(rows.filter((r) => r.calls > 0));
+}
+
+/**
  * The evaluate state of a trial: answers every benchmark question with the trial's retrieval and generation
  * settings (bounded concurrency), scores the answers with the unitxt metrics and the document-level retrieval
  * metrics, writes the pattern and its per-question results, and feeds the result cache. A question that fails is
@@ -839,7 +955,7 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
     const answers = await mapLimit(questions, state.input.questionConcurrency, async (q) => {
       try {
         const a = await rag.generate(q.question);
-        return { ok: true as const, answer: a.answer, refs: a.referenceDocuments };
+        return { ok: true as const, answer: a.answer, refs: a.referenceDocuments, usage: a.usage };
       } catch (error) {
         return { ok: false as const, error: describeError(error) };
       }
@@ -967,6 +1083,16 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
         'evaluation',
       );
     }
+    const usage = await trialUsage(
+      deps,
+      ref,
+      settings,
+      questions,
+      answers,
+      judged && state.input.judgeModel !== undefined
+        ? { modelId: state.input.judgeModel, usage: judged.usage }
+        : undefined,
+    );
     const durationSeconds = Math.max(0, Math.round((Date.now() - started) / 1000));
     const pattern: PatternPayload = {
       name: plan.patternName,
@@ -988,11 +1114,12 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
       pattern,
       evaluation,
       durationSeconds,
+      usage,
     };
     await putJson(deps.artifacts, keys.trialResult(ref.trialId), result);
     await putJson(deps.artifacts, keys.pattern(plan.patternName), pattern);
     await putJson(deps.artifacts, keys.patternEvaluation(plan.patternName), evaluation);
-    const cache: CachedResult = { score, pattern, evaluation };
+    const cache: CachedResult = { score, pattern, evaluation, usage };
     await putJson(deps.artifacts, `${RESULT_CACHE_PREFIX}${plan.cacheKey}.json`, cache);
     deps.onPattern?.(pattern, evaluation);
     return { trialId: ref.trialId, ok: true, score };
@@ -1024,6 +1151,7 @@ export async function recordTrials(
         trial.score = result.score;
         trial.pattern = result.pattern;
         trial.duration_seconds = result.durationSeconds;
+        if (result.usage !== undefined) trial.usage = result.usage;
         if (trial.collection !== undefined) state.indexes[trial.collection] = true;
       } else {
         failed += 1;
@@ -1076,7 +1204,12 @@ export async function finalizeExperiment(
   const keys = ledgerKeys(ref.prefix);
   const log = new EventLog(deps, ref.prefix, 'finalize');
   const state = await readState(deps.artifacts, ref.prefix);
-  const trials = state.trials.filter((t) => t.status !== 'running');
+  // Tokens are recorded per trial; the experiment's price table turns them into USD here, for every trial alike.
+  const prices = state.input.prices;
+  const trials = priceTrials(
+    state.trials.filter((t) => t.status !== 'running'),
+    prices,
+  );
   const leaderboard = render.leaderboard(trials);
   const best = leaderboard[0];
   let bestEvaluation: EvaluationRecord[] = [];
@@ -1121,6 +1254,7 @@ export async function finalizeExperiment(
     events,
     questions: state.benchmark.questions,
     documents: state.corpus.documents,
+    usage: experimentUsage(trials, prices),
   };
   await putJson(deps.artifacts, keys.reportData, data);
   await deps.artifacts.put(keys.report, render.report(data), 'text/html; charset=utf-8');

@@ -93,6 +93,46 @@ export interface EvaluationRecord {
   error?: string;
 }
 
+/** What a model was used for in a trial. */
+export type UsageRole = 'generation' | 'judge' | 'embedding';
+
+/** The tokens one model spent in one role, and their cost when the price table knows the model. */
+export interface ModelUsage {
+  model_id: string;
+  role: UsageRole;
+  /** Calls counted: questions answered (generation), answers judged, texts embedded (chunks and questions). */
+  calls: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Calls whose tokens the model did not report: they are not in the counts. */
+  unreported_calls?: number;
+  /** Counted as ceil(characters / 4) of the texts sent, not reported by the model (embeddings). */
+  approximate?: true;
+  /** USD by the experiment's price table (local models 0); absent without a table or a price for the model. */
+  cost_usd?: number;
+}
+
+/** The tokens of a trial, or of a set of trials, per model and in total. */
+export interface UsageSummary {
+  models: ModelUsage[];
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Sum of the models' costs; present only when the price table knows every model. */
+  cost_usd?: number;
+}
+
+/** The tokens and cost of an experiment. */
+export interface ExperimentUsage {
+  /** What the trials evaluated in this run spent. */
+  spent: UsageSummary;
+  /** What the trials answered from the result cache originally cost (nothing was spent again). */
+  cached: UsageSummary;
+  /** Trials without a usage record (failed trials; cache entries from before tokens were recorded). */
+  trials_without_usage: number;
+  /** Whether a price table was given (costs are computed only with one). */
+  priced: boolean;
+}
+
 /** A configuration of the search space: parameter name → value (models as `{ modelId }`). */
 export type TrialConfig = Record<string, unknown>;
 
@@ -117,6 +157,11 @@ export interface TrialRecord {
   /** Whether the score came from the result cache (no work done). */
   cached?: boolean;
   duration_seconds: number;
+  /**
+   * Tokens (and cost) of the trial's evaluation; a cached trial carries what its original evaluation cost (marked
+   * by `cached`, nothing was spent again). Absent for failed trials.
+   */
+  usage?: UsageSummary;
 }
 
 /** One row of `leaderboard.json`: successful patterns, best first. */
@@ -125,6 +170,10 @@ export interface LeaderboardEntry {
   pattern_name: string;
   score: number;
   pattern: PatternPayload;
+  /** The trial's tokens and cost (see {@link TrialRecord.usage}). */
+  usage?: UsageSummary;
+  /** The trial was answered from the result cache: `usage` is what its original evaluation cost. */
+  cached?: true;
 }
 
 /**
@@ -146,4 +195,6 @@ export interface ReportData {
   /** Number of benchmark questions and documents. */
   questions: number;
   documents: number;
+  /** Tokens and cost of the whole experiment (absent in reports written before tokens were recorded). */
+  usage?: ExperimentUsage;
 }

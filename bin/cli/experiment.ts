@@ -12,15 +12,20 @@ import { EXPERIMENT_ID } from '../../shared/src/experiment/input.js';
 import { experimentPrefix, ledgerKeys, readState } from '../../shared/src/experiment/ledger.js';
 import type { ExperimentArtefacts } from '../../shared/src/experiment/steps.js';
 import type {
+  ExperimentUsage,
   LeaderboardEntry,
   PatternPayload,
+  ReportData,
   StatusEvent,
+  UsageSummary,
 } from '../../shared/src/experiment/types.js';
 import { OPTIMIZER_NAMES, type OptimizerName } from '../../shared/src/optimizer/optimizers.js';
 import { parseScoreTable, simulateOptimizer } from '../../shared/src/optimizer/simulate.js';
 import { getJson, putJson } from '../../shared/src/ports/object-store.js';
 import { type OptionSpec, optInt, type Parsed, str } from './args.js';
+import { dryRunExperiment } from './dry-run.js';
 import { runLocalExperiment } from './local-state-machine.js';
+import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { experimentRerank, RERANK_OPTIONS } from './rerank.js';
 
 type Io = { out(line: string): void; err(line: string): void };
@@ -43,7 +48,9 @@ export const EXPERIMENT_OPTIONS: OptionSpec = {
   metric: { type: 'string' },
   'judge-model': { type: 'string' },
   quiet: { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
   ...RERANK_OPTIONS,
+  ...PRICES_OPTIONS,
 };
 
 /** Flags of `ai4rag optimizer-sim`. */
@@ -96,6 +103,29 @@ function describeConfig(p: PatternPayload): string {
   return `${s.chunking.method} ${s.chunking.chunk_size}/${s.chunking.chunk_overlap} · ${r.search_mode}${ranker} · ${r.number_of_chunks} chunks${rerank}`;
 }
 
+/** `12,345 tokens (12,000 prompt + 345 completion), $0.0123` — the cost only when every model is priced. */
+function summaryText(u: UsageSummary, priced: boolean): string {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const unpriced = u.models.filter((m) => m.cost_usd === undefined).map((m) => m.model_id);
+  const cost = !priced
+    ? ''
+    : u.cost_usd !== undefined
+      ? `, $${u.cost_usd}`
+      : `, cost unknown (no price for ${[...new Set(unpriced)].join(', ')})`;
+  return `${n(u.prompt_tokens + u.completion_tokens)} tokens (${n(u.prompt_tokens)} prompt + ${n(u.completion_tokens)} completion)${cost}`;
+}
+
+/** The experiment's tokens (and cost) as printed after the trials. */
+export function usageLines(usage: ExperimentUsage): string[] {
+  const lines = [`Tokens spent: ${summaryText(usage.spent, usage.priced)}`];
+  if (usage.cached.models.length > 0) {
+    lines.push(
+      `Cached trials (their original cost, not spent again): ${summaryText(usage.cached, usage.priced)}`,
+    );
+  }
+  return lines;
+}
+
 function timestamp(): string {
   return new Date()
     .toISOString()
@@ -107,7 +137,8 @@ function timestamp(): string {
 
 /**
  * `ai4rag experiment --docs PATH --benchmark FILE[,FILE] …`: runs the optimizer's state machine (the definition
- * synthesized from the CDK stack) locally, prints progress and the leaderboard, and writes the artefacts.
+ * synthesized from the CDK stack) locally, prints progress, the leaderboard and the tokens (and cost with
+ * `--prices FILE`), and writes the artefacts. `--dry-run` prints the estimate of the run instead and calls no model.
  * @throws {ValidationError} for missing or bad flags and files.
  */
 export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
@@ -142,6 +173,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
   const searchSpace =
     searchSpaceFile === undefined ? undefined : await readJsonFile(searchSpaceFile, 'search space');
   const rerank = experimentRerank(p, searchSpace);
+  const prices = await cliPrices(p);
   const input: Record<string, unknown> = {
     experimentId,
     documentsPrefix,
@@ -164,10 +196,15 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     ...(list(str(p, 'embedding-models')) && { embeddingModels: list(str(p, 'embedding-models')) }),
     ...(str(p, 'metric') !== undefined && { optimizationMetric: str(p, 'metric') }),
     ...(str(p, 'judge-model') !== undefined && { judgeModel: str(p, 'judge-model') }),
+    ...(prices !== undefined && { prices }),
     ...(rerank.overrides !== undefined
       ? { searchSpace: { ...(searchSpace as object | undefined), ...rerank.overrides } }
       : searchSpace !== undefined && { searchSpace }),
   };
+  if (p.values['dry-run'] === true) {
+    // Before any store, runtime or model exists: the estimate calls nothing.
+    return dryRunExperiment({ input, docsPath, questions }, p.values.json === true, io);
+  }
   const trialConcurrency = (input.trialConcurrency as number | undefined) ?? 2;
   const quiet = p.values.quiet === true || p.values.json === true;
   const runtime = createLocalRuntime({ dataDir, documentsDir, env: { ...ENV, ...rerank.env } });
@@ -206,6 +243,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     const prefix = experimentPrefix(experimentId);
     const keys = ledgerKeys(prefix);
     const leaderboard = await getJson<LeaderboardEntry[]>(runtime.objectStore, keys.leaderboard);
+    const usage = (await getJson<ReportData>(runtime.objectStore, keys.reportData)).usage;
     const folder = join(dataDir, 'artifacts', ...prefix.split('/').filter(Boolean));
     let outDir = folder;
     const out = str(p, 'out');
@@ -243,6 +281,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
           trials: artefacts.trials,
           failed: artefacts.failed,
           states: result.states,
+          ...(usage !== undefined && { usage }),
         }),
       );
       return 0;
@@ -252,6 +291,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     io.out(
       `Trials: ${artefacts.trials} (${artefacts.failed} failed) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
+    if (usage !== undefined) for (const line of usageLines(usage)) io.out(line);
     io.out('');
     io.out('Leaderboard (top 5):');
     for (const e of leaderboard.slice(0, 5)) {

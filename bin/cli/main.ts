@@ -142,6 +142,9 @@ experiment:
   --sample-questions N     use a seeded sample of N benchmark questions (default all)
   --metric NAME            optimization metric (default overall_score; answer_relevance needs --judge-model)
   --judge-model ID         an OpenAI-compatible chat model that judges answer_relevance (LLM-as-a-judge)
+  --prices FILE            price table: tokens and cost per trial and in total (leaderboard.json, report.html)
+  --dry-run                print an estimate of the run's tokens (and cost with --prices) and exit; no model
+                           is called, nothing is written
   --experiment-id ID       re-running with the same id resumes from the recorded trials
   --out DIR                also copy the four artefacts to DIR
   --record-table FILE      evaluate every valid configuration and write {rows:[{config, score}]}

@@ -58,6 +58,10 @@ describe('parseExperimentInput', () => {
       { benchmarkKey: 'experiments/b.json', optimizationMetric: 'answer_relevance' },
       "requires a 'judge' evaluator",
     ],
+    [
+      { benchmarkKey: 'experiments/b.json', prices: { 'gpt-4o': { input: -1 } } },
+      'prices.gpt-4o.input',
+    ],
   ])('rejects %j naming the problem', (raw, message) => {
     // Act / Assess
     expect(() => parseExperimentInput(raw)).toThrow(ValidationError);

@@ -1873,6 +1873,11 @@ export class PgVectorStore implements VectorStore {
 
   async stats(): Promise<CollectionStats> {
     this.assertOpen();
+    // Stats read the catalogue: an index another session built counts at once.
+    if (!this.annIndex && this.dimension <= MAX_HNSW_DIMENSION) {
+      this.annIndex = await this.run('check index', () => this.annIndexValid());
+      this.annCheckedAt = Date.now();
+    }
     const res = await this.run('stats', () =>
       this.client.query<{ documents: number; chunks: number }>(
         `SELECT (SELECT count(*) FROM ${this.docTable} WHERE deleted_at IS NULL)::int AS documents,

@@ -5,8 +5,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runLocalExperiment } from '../../../bin/cli/local-state-machine.js';
 import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
+import { ledgerKeys } from '../../../shared/src/experiment/ledger.js';
 import type { ExperimentArtefacts } from '../../../shared/src/experiment/steps.js';
-import { putJson } from '../../../shared/src/ports/object-store.js';
+import type { LeaderboardEntry } from '../../../shared/src/experiment/types.js';
+import { getJson, putJson } from '../../../shared/src/ports/object-store.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../support/fake-openai-server.js';
 
 const DOCS = fileURLToPath(new URL('../../../examples/docs', import.meta.url));
@@ -22,6 +24,7 @@ describe('an experiment whose models live on different endpoints', () => {
   let dir: string;
   let runtime: LocalRuntime;
   let artefacts: ExperimentArtefacts;
+  let board: LeaderboardEntry[];
 
   beforeAll(async () => {
     embeddings = await startFakeOpenAI({ flavor: 'ollama', dimension: 48 });
@@ -59,10 +62,19 @@ describe('an experiment whose models live on different endpoints', () => {
         foundationModels: ['served-llama'],
         embeddingModels: ['nomic-like-embed'],
         judgeModel: 'grader-7b@grader',
+        prices: {
+          'served-llama': { input: 1, output: 2 },
+          'grader-7b': { input: 0.5, output: 1 },
+          'nomic-like-embed': { input: 0.1 },
+        },
         searchSpace: { chunk_size: [512], chunk_overlap: [128], number_of_chunks: [3] },
       },
     });
     artefacts = (result.output as { artefacts: ExperimentArtefacts }).artefacts;
+    board = await getJson<LeaderboardEntry[]>(
+      runtime.objectStore,
+      ledgerKeys('experiments/mixed/').leaderboard,
+    );
   }, 240_000);
   afterAll(async () => {
     await runtime?.close();
@@ -85,5 +97,28 @@ describe('an experiment whose models live on different endpoints', () => {
     const auth = (f: FakeOpenAI) => new Set(f.requests.map((r) => r.headers.authorization));
     expect(auth(chat)).toEqual(new Set(['Bearer chat-key']));
     expect(auth(judge)).toEqual(new Set(['Bearer grader-key']));
+  });
+
+  it('reports the trial’s tokens and cost per model (a model@endpoint priced as its bare id)', () => {
+    // Assess
+    const usage = board[0]?.usage;
+    const byModel = new Map((usage?.models ?? []).map((m) => [m.model_id, m]));
+    expect([...byModel.keys()].sort()).toEqual([
+      'grader-7b@grader',
+      'nomic-like-embed',
+      'served-llama',
+    ]);
+    for (const m of byModel.values()) {
+      expect(m.prompt_tokens).toBeGreaterThan(0);
+      expect(m.cost_usd).toBeGreaterThan(0);
+    }
+    const chatTokens = byModel.get('served-llama');
+    const expected =
+      Math.round(
+        (((chatTokens?.prompt_tokens ?? 0) * 1 + (chatTokens?.completion_tokens ?? 0) * 2) / 1e6) *
+          1e6,
+      ) / 1e6;
+    expect(chatTokens?.cost_usd).toBe(expected);
+    expect(usage?.cost_usd).toBeGreaterThan(0);
   });
 });

@@ -105,7 +105,10 @@ Global options:
 Collection options (all commands but demo):
   --collection NAME        collection (must start with "ai4rag"; default ${DEFAULT_COLLECTION})
   --embedding MODEL        ${DEFAULT_EMBEDDING_MODEL} (default) or an OpenAI-compatible model id
-                           (needs OPENAI_BASE_URL and OPENAI_API_KEY); must match the collection's model
+                           (its endpoint: AI4RAG_EMBEDDING_BASE_URL or OPENAI_BASE_URL, or MODEL@name);
+                           must match the collection's model
+  --embedding-prefixes auto|none|JSON  query/document instruction prefixes (default auto: E5, BGE, nomic,
+                           mxbai get theirs; JSON {"query": "...", "document": "..."}; AI4RAG_EMBEDDING_PREFIXES)
 
 Indexing options (ingest, eval-retrieval):
   --chunking recursive|hybrid   (default ${DEFAULT_CHUNKING.method})
@@ -168,6 +171,7 @@ const INDEXING: OptionSpec = {
   'chunk-size': { type: 'string' },
   'chunk-overlap': { type: 'string' },
   embedding: { type: 'string' },
+  'embedding-prefixes': { type: 'string' },
 };
 const RETRIEVAL: OptionSpec = {
   'search-mode': { type: 'string' },
@@ -316,7 +320,10 @@ interface SessionOptions {
 
 async function openSession(p: Parsed, options: SessionOptions = {}): Promise<Session> {
   const kind = oneOf<StoreKind>(p, 'store', STORE_KINDS, 'pglite');
-  const embedder = await cliEmbedder(str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL);
+  const embedder = await cliEmbedder(
+    str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL,
+    str(p, 'embedding-prefixes'),
+  );
   let dataDir: string | undefined;
   if (kind === 'pglite' && !options.inMemory) {
     dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);

@@ -4,6 +4,7 @@
  */
 import { ENV } from '../../shared/src/config.js';
 import { createEmbedder } from '../../shared/src/embeddings/factory.js';
+import { parseEmbeddingPrefixes } from '../../shared/src/embeddings/prefixes.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
 import {
   type Endpoints,
@@ -30,16 +31,27 @@ export function cliEndpoints(): Endpoints {
 }
 
 /**
- * The embedder of a model id: local, or OpenAI-compatible at the `embedding` endpoint (or `model@name`).
+ * The embedder of a model id: local, or OpenAI-compatible at the `embedding` endpoint (or `model@name`), with the
+ * instruction prefixes of `--embedding-prefixes` (else AI4RAG_EMBEDDING_PREFIXES; default `auto`).
  * @throws {EndpointConfigError} for a remote model without an endpoint.
  */
-export async function cliEmbedder(spec: string): Promise<Embedder> {
+export async function cliEmbedder(spec: string, prefixesFlag?: string): Promise<Embedder> {
   if (spec === 'local' || spec.startsWith('local/')) return createEmbedder(spec);
   const { model, endpoint } = resolveModel(cliEndpoints(), 'embedding', spec);
+  const prefixes =
+    prefixesFlag !== undefined
+      ? parseEmbeddingPrefixes(prefixesFlag)
+      : parseEmbeddingPrefixes(ENV.AI4RAG_EMBEDDING_PREFIXES, 'AI4RAG_EMBEDDING_PREFIXES');
   return createEmbedder(
     model,
     endpoint
-      ? { openai: { baseURL: endpoint.baseURL, apiKey: endpoint.apiKey || NO_API_KEY } }
+      ? {
+          openai: {
+            baseURL: endpoint.baseURL,
+            apiKey: endpoint.apiKey || NO_API_KEY,
+            ...(prefixes !== undefined && { prefixes }),
+          },
+        }
       : {},
   );
 }

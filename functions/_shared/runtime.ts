@@ -14,6 +14,7 @@ import type { ChunkingMethod, ChunkingOptions } from '../../shared/src/chunking/
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { DEFAULT_CHUNKING } from '../../shared/src/defaults.js';
 import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
+import { parseEmbeddingPrefixes } from '../../shared/src/embeddings/prefixes.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
 import {
   type Endpoint,
@@ -298,8 +299,14 @@ function embedderFactory(
   config: RuntimeConfig,
   endpoints: Endpoints,
   keyOf: EndpointKey,
+  env: EnvRecord,
 ): (modelId?: string) => Promise<Embedder> {
   const cache = keyedMemo<Embedder>();
+  // Validated when the runtime is built: a bad value fails the cold start.
+  const prefixes = parseEmbeddingPrefixes(
+    env.AI4RAG_EMBEDDING_PREFIXES,
+    'AI4RAG_EMBEDDING_PREFIXES',
+  );
   return (modelId) => {
     const id = modelId ?? config.embeddingModel;
     return cache(id, async () => {
@@ -307,7 +314,11 @@ function embedderFactory(
       const { model, endpoint } = resolveModel(endpoints, 'embedding', id);
       if (endpoint === undefined) return createEmbedder(model);
       return createEmbedder(model, {
-        openai: { baseURL: endpoint.baseURL, apiKey: (await keyOf(endpoint)) || NO_API_KEY },
+        openai: {
+          baseURL: endpoint.baseURL,
+          apiKey: (await keyOf(endpoint)) || NO_API_KEY,
+          ...(prefixes !== undefined && { prefixes }),
+        },
       });
     });
   };
@@ -424,7 +435,7 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
       }
       return q;
     },
-    embedder: embedderFactory(config, endpoints, keyOf),
+    embedder: embedderFactory(config, endpoints, keyOf, env),
     model: modelFactory(fenv, endpoints, keyOf),
     reranker: rerankerFactory(env, rerankKey),
     openStore(collection, embedder, options = {}) {
@@ -554,7 +565,7 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     documents: new FsObjectStore(options.documentsDir ?? join(dataDir, 'documents')),
     queues,
     queue: (name) => queues[name],
-    embedder: embedderFactory(config, endpoints, keyOf),
+    embedder: embedderFactory(config, endpoints, keyOf, env),
     model: modelFactory(fenv, endpoints, keyOf),
     reranker: rerankerFactory(env, async () => fenv.rerankApiKey),
     openStore(collection, embedder, openOptions = {}) {

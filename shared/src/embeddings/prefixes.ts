@@ -1,3 +1,5 @@
+import { ValidationError } from '../errors.js';
+
 /**
  * Instruction prefixes that some embedding models were trained with: the text is embedded as `prefix + text`,
  * with one prefix for queries and another for the documents (passages) they are matched against. Vectors made
@@ -100,4 +102,39 @@ export function prefixedModelId(model: string, prefixes: EmbeddingPrefixes): str
     prefixes.document ? `document: ${JSON.stringify(prefixes.document)}` : undefined,
   ].filter((p) => p !== undefined);
   return parts.length === 0 ? model : `${model} [${parts.join(', ')}]`;
+}
+
+/**
+ * Parses a prefixes setting as users write it (`--embedding-prefixes`, `AI4RAG_EMBEDDING_PREFIXES`): `auto` (or
+ * empty) for the known families' defaults, `none` for no prefixes, or JSON `{"query": "…", "document": "…"}`.
+ * Returns undefined for `auto` (the embedder then applies {@link KNOWN_EMBEDDING_PREFIXES}).
+ * @throws {ValidationError} naming the setting and what it must be.
+ * @example parseEmbeddingPrefixes('none') // {}
+ */
+export function parseEmbeddingPrefixes(
+  value: string | undefined,
+  source = '--embedding-prefixes',
+): EmbeddingPrefixes | undefined {
+  const v = value?.trim();
+  if (v === undefined || v === '' || v === 'auto') return undefined;
+  if (v === 'none') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch {
+    parsed = undefined;
+  }
+  const ok =
+    parsed !== null &&
+    typeof parsed === 'object' &&
+    !Array.isArray(parsed) &&
+    Object.entries(parsed).every(
+      ([k, x]) => (k === 'query' || k === 'document') && typeof x === 'string',
+    );
+  if (!ok) {
+    throw new ValidationError(
+      `${source} must be auto, none or JSON {"query": "...", "document": "..."}, got ${JSON.stringify(v.slice(0, 80))}`,
+    );
+  }
+  return parsed as EmbeddingPrefixes;
 }

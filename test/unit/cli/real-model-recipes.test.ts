@@ -140,4 +140,44 @@ describe('README recipes: real model servers', () => {
     expect(rerank.length).toBeGreaterThan(0);
     expect(new Set(rerank.map((r) => r.authorization))).toEqual(new Set(['Bearer rr-key']));
   }, 60_000);
+
+  it('Ollama with prefixes turned off: the bare model id, texts sent as they are', async () => {
+    // Prepare
+    const ollama = await startFakeOpenAI({ flavor: 'ollama', dimension: 48 });
+    fakes.push(ollama);
+    const data = join(root, 'data-noprefix');
+    // Act
+    const ingest = await runCli(
+      [
+        'ingest',
+        docs,
+        '--data-dir',
+        data,
+        '--embedding',
+        'nomic-embed-text',
+        '--embedding-prefixes',
+        'none',
+      ],
+      { env: { OPENAI_BASE_URL: ollama.baseURL } },
+    );
+    const stats = await runCli(
+      [
+        'stats',
+        '--data-dir',
+        data,
+        '--embedding',
+        'nomic-embed-text',
+        '--embedding-prefixes',
+        'none',
+        '--json',
+      ],
+      { env: { OPENAI_BASE_URL: ollama.baseURL } },
+    );
+    // Assess
+    expect(ingest.code, ingest.stderr).toBe(0);
+    expect(lastJson<{ embeddingModel: string }>(stats).embeddingModel).toBe('nomic-embed-text');
+    const inputs = ollama.requests.flatMap((r) => (r.body as { input?: string[] }).input ?? []);
+    expect(inputs.some((t) => t.startsWith('search_document: '))).toBe(false);
+    expect(inputs.some((t) => t.includes('Aurora'))).toBe(true);
+  }, 60_000);
 });

@@ -18,7 +18,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { createChunker } from '../../shared/src/chunking/index.js';
 import type { ChunkingOptions } from '../../shared/src/chunking/types.js';
-import { loadBytes } from '../../shared/src/documents/load.js';
+import { detectFormat, loadBytes } from '../../shared/src/documents/load.js';
 import type { LoadedDocument } from '../../shared/src/documents/types.js';
 import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
 import {
@@ -286,7 +286,9 @@ export async function removeDocument(
   if (own < 0) return 0;
   let deleted = own;
   await rt.objectStore.delete(statusKey(collection, documentId));
-  // Documents created from this object's records (a .jsonl file): their records name it as source_key.
+  // Documents created from this object's records (a .jsonl file): their records name it as source_key. Only a
+  // .jsonl object has such records, so no other removal reads the document table.
+  if (detectFormat(documentId) !== 'jsonl') return deleted;
   for (const record of await store.listDocuments()) {
     if (record.documentId === documentId || record.metadata?.source_key !== documentId) continue;
     const n = await store.deleteDocument(record.documentId, options);

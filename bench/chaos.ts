@@ -17,7 +17,7 @@
  * PostgreSQL comes from PGVECTOR_* or is started with ../shared/tools/pg-with-pgvector (as root); without it, the
  * PostgreSQL rows are skipped.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENV } from '../shared/src/config.js';
@@ -128,20 +128,35 @@ async function kills(target: Target, chaos: ChaosFake, root: string, seed: numbe
   return t;
 }
 
-async function poison(root: string): Promise<{ rssMiB: number; indexed: number; good: number }> {
+async function poison(
+  root: string,
+): Promise<{ rssMiB: number; baselineMiB: number; indexed: number; good: number }> {
   const dir = join(root, 'poison');
-  const dataDir = join(root, 'poison-data');
   const { indexable } = await writePoisonCorpus(dir, 200);
-  await runCli(['stats', '--data-dir', dataDir, '--collection', 'ai4rag_none']);
-  const rssFile = join(root, 'poison.rss');
-  const run = await runCli(
-    ['ingest', dir, '--data-dir', dataDir, '--collection', 'ai4rag_poison', '--json'],
-    { rssFile },
-  );
-  const summary = lastJson<{ indexed: number }>(run);
+  // The baseline: the good documents alone, through the same command.
+  const goodDir = join(root, 'poison-good');
+  await mkdir(goodDir, { recursive: true });
+  for (const key of indexable) await copyFile(join(dir, key), join(goodDir, key));
+  const peak = async (docs: string, name: string) => {
+    const dataDir = join(root, `${name}-data`);
+    // PGlite's first start on a new data directory is measured apart from ingestion.
+    await runCli(['stats', '--data-dir', dataDir, '--collection', 'ai4rag_none']);
+    const rssFile = join(root, `${name}.rss`);
+    const run = await runCli(
+      ['ingest', docs, '--data-dir', dataDir, '--collection', 'ai4rag_poison', '--json'],
+      { rssFile },
+    );
+    return {
+      mib: Math.round(Number(await readFile(rssFile, 'utf8')) / 2 ** 20),
+      indexed: lastJson<{ indexed: number }>(run).indexed,
+    };
+  };
+  const bombs = await peak(dir, 'poison');
+  const baseline = await peak(goodDir, 'good');
   return {
-    rssMiB: Math.round(Number(await readFile(rssFile, 'utf8')) / 2 ** 20),
-    indexed: summary.indexed,
+    rssMiB: bombs.mib,
+    baselineMiB: baseline.mib,
+    indexed: bombs.indexed,
     good: indexable.length,
   };
 }
@@ -192,8 +207,8 @@ async function main(): Promise<void> {
         `, orphans visible: ${sum((t) => t.orphans)}`,
     );
     console.log(
-      `poison corpus: ${bombs.indexed}/${bombs.good} good documents indexed, peak RSS ${bombs.rssMiB} MiB ` +
-        '(PGlite data directory already initialised)',
+      `poison corpus: ${bombs.indexed}/${bombs.good} good documents indexed, peak RSS ${bombs.rssMiB} MiB; ` +
+        `the good documents alone ${bombs.baselineMiB} MiB (PGlite data directories already initialised)`,
     );
   } finally {
     await chaos.fake.close();

@@ -472,7 +472,7 @@ export async function killCampaign(options: {
 }
 
 /**
- * Peak RSS `ai4rag ingest` may reach on the poison corpus with an existing PGlite data directory: about 510 MiB of
+ * Peak RSS `ai4rag ingest` may reach on the poison corpus with an existing PGlite data directory: about 515 MiB of
  * Node, tsx and PGlite (measured: the same run over the good documents alone), plus the loaders' per-file bounds
  * (shared/src/documents/README.md), with the bombs refused before they inflate.
  */

@@ -4,7 +4,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { type CfnResource, type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -20,6 +20,9 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
  */
 export const ESM_REQUIRE_BANNER =
   "import { createRequire as __ai4ragCreateRequire } from 'node:module'; const require = __ai4ragCreateRequire(import.meta.url);";
+
+/** Template metadata key holding a function's source entry (relative to the repository root). */
+export const ENTRY_METADATA_KEY = 'ai4rag:entry';
 
 /** What differs between functions: the handler folder, sizing, and the environment. */
 export interface NodeFunctionSpec {
@@ -48,7 +51,7 @@ export function createNodeFunction(
     retention: RetentionDays.ONE_MONTH,
     removalPolicy: RemovalPolicy.DESTROY,
   });
-  return new NodejsFunction(scope, id, {
+  const fn = new NodejsFunction(scope, id, {
     entry: resolve(REPO_ROOT, 'functions', spec.folder, 'handler.ts'),
     handler: spec.handler ?? 'handler',
     projectRoot: REPO_ROOT,
@@ -89,4 +92,10 @@ export function createNodeFunction(
       forceDockerBundling: false,
     },
   });
+  // The handler's source entry, in the template: the template-driven tests build each function from it.
+  (fn.node.defaultChild as CfnResource).addMetadata(
+    ENTRY_METADATA_KEY,
+    `functions/${spec.folder}/handler.ts`,
+  );
+  return fn;
 }

@@ -1,5 +1,11 @@
 /**
- * Secrets Manager reads, cached per container: a warm Lambda fetches each secret once (never from plain env).
+ * Secrets Manager reads, cached per container with a TTL ({@link SECRET_TTL_MS}, 5 minutes by default): a warm
+ * Lambda fetches each secret at most once per TTL (never from plain env), and a rotated secret is picked up by
+ * running containers within one TTL.
+ *
+ * Stale-if-error: when a refresh after the TTL fails (Secrets Manager throttled or briefly unreachable), the
+ * last value read is returned and the next call tries again; a secret never read successfully fails. A value
+ * that is stale because of rotation then fails at the database, whose error the caller surfaces.
  */
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { Ai4ragError } from '../../shared/src/errors.js';
@@ -12,33 +18,83 @@ export class SecretError extends Ai4ragError {
   }
 }
 
-const cache = new Map<string, Promise<string>>();
+/** How long a secret value is served from the cache before it is read again (5 minutes). */
+export const SECRET_TTL_MS = 5 * 60_000;
+
+interface CacheEntry {
+  /** The value being served (a fetch in flight on a cold cache). */
+  value: Promise<string>;
+  /** When `value` was fetched (ms since the epoch); 0 while the first fetch is in flight. */
+  fetchedAt: number;
+  /** A refresh in flight, shared by concurrent callers. */
+  refresh?: Promise<string>;
+}
+
+const cache = new Map<string, CacheEntry>();
+
+function fetchSecret(client: SecretsManagerClient, arn: string): Promise<string> {
+  return client.send(new GetSecretValueCommand({ SecretId: arn })).then(
+    (out) => {
+      if (typeof out.SecretString !== 'string') {
+        throw new SecretError(`secret ${arn} holds no string value`);
+      }
+      return out.SecretString;
+    },
+    (error: unknown) => {
+      throw new SecretError(`could not read secret ${arn}`, { cause: error });
+    },
+  );
+}
+
+/** Options of {@link getSecretString}. */
+export interface SecretCacheOptions {
+  /** How long a value is served before it is read again, in ms (0: every call reads). @default SECRET_TTL_MS */
+  maxAgeMs?: number;
+}
 
 /**
- * The secret's string value, fetched once per container and ARN (a failed fetch is not cached, so the next
- * invocation retries).
+ * The secret's string value, cached per container and ARN for `maxAgeMs`. A failed first fetch is not cached
+ * (the next call retries); a failed refresh serves the last value read (see the module note).
  * @throws {SecretError} when the secret cannot be read or holds no string.
  * @example const password = await getSecretString(client, arn);
  */
-export function getSecretString(client: SecretsManagerClient, arn: string): Promise<string> {
-  let value = cache.get(arn);
-  if (!value) {
-    value = client
-      .send(new GetSecretValueCommand({ SecretId: arn }))
-      .then((out) => {
-        if (typeof out.SecretString !== 'string') {
-          throw new SecretError(`secret ${arn} holds no string value`);
-        }
-        return out.SecretString;
-      })
-      .catch((error: unknown) => {
-        cache.delete(arn);
-        if (error instanceof SecretError) throw error;
-        throw new SecretError(`could not read secret ${arn}`, { cause: error });
-      });
-    cache.set(arn, value);
+export function getSecretString(
+  client: SecretsManagerClient,
+  arn: string,
+  options: SecretCacheOptions = {},
+): Promise<string> {
+  const maxAgeMs = options.maxAgeMs ?? SECRET_TTL_MS;
+  const entry = cache.get(arn);
+  if (entry === undefined) {
+    const created: CacheEntry = { value: Promise.resolve(''), fetchedAt: 0 };
+    created.value = fetchSecret(client, arn).then(
+      (value) => {
+        created.fetchedAt = Date.now();
+        return value;
+      },
+      (error: unknown) => {
+        if (cache.get(arn) === created) cache.delete(arn);
+        throw error;
+      },
+    );
+    cache.set(arn, created);
+    return created.value;
   }
-  return value;
+  if (entry.fetchedAt === 0 || Date.now() - entry.fetchedAt < maxAgeMs) return entry.value;
+  entry.refresh ??= fetchSecret(client, arn)
+    .then(
+      (value) => {
+        entry.value = Promise.resolve(value);
+        entry.fetchedAt = Date.now();
+        return value;
+      },
+      // Stale-if-error: keep serving the last value; fetchedAt is unchanged, so the next call retries.
+      () => entry.value,
+    )
+    .finally(() => {
+      entry.refresh = undefined;
+    });
+  return entry.refresh;
 }
 
 /**
@@ -48,8 +104,9 @@ export function getSecretString(client: SecretsManagerClient, arn: string): Prom
 export async function getSecretJson(
   client: SecretsManagerClient,
   arn: string,
+  options: SecretCacheOptions = {},
 ): Promise<Record<string, unknown>> {
-  const text = await getSecretString(client, arn);
+  const text = await getSecretString(client, arn, options);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -78,7 +135,7 @@ export async function getSecretToken(
   throw new SecretError(`secret ${arn} has none of the fields ${keys.join(', ')}`);
 }
 
-/** Forgets cached secrets (tests; a rotated secret is otherwise picked up by new containers). */
+/** Forgets cached secrets (tests; a rotated secret is otherwise picked up after {@link SECRET_TTL_MS}). */
 export function clearSecretCache(): void {
   cache.clear();
 }

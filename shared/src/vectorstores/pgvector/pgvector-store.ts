@@ -7,6 +7,7 @@ import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
 import {
   checkDocumentRecord,
+  checkListLimit,
   VectorStoreConfigError,
   VectorStoreError,
   WriteEndedError,
@@ -36,6 +37,7 @@ import type {
   EmbeddedChunk,
   IndexBuildResult,
   IntegrityReport,
+  ListDocumentsOptions,
   MetadataFilter,
   SearchHit,
   SearchParams,
@@ -68,6 +70,8 @@ export const MAX_HNSW_DIMENSION = 2000;
 export const MAX_VECTOR_DIMENSION = 16000;
 /** The shared registry of collections (one row per collection). */
 export const REGISTRY_TABLE = 'ai4rag_collections';
+/** `lock_timeout` of a schema change (ms): it gives up instead of queueing every query behind its lock. */
+export const SCHEMA_LOCK_TIMEOUT_MS = 5000;
 
 const REWEIGHT_BATCH = 1000;
 const DF_BATCH = 10_000;
@@ -129,8 +133,10 @@ export interface PgVectorStoreOptions {
   /** `close()` also closes the client. @default false */
   ownsClient?: boolean;
   /**
-   * Create the collection when it does not exist. Readers (search, listing) pass false so that a mistyped
-   * name is reported instead of silently creating an empty collection. @default true
+   * Create the collection when it does not exist, and bring an older schema up to date (under an advisory lock
+   * with a lock timeout). Readers (search, listing) pass false: a mistyped name is reported instead of silently
+   * creating an empty collection, and opening runs no DDL at all (only catalogue reads); a collection whose
+   * schema is out of date is refused with a message saying how to migrate it. @default true
    */
   createIfMissing?: boolean;
 }
@@ -356,6 +362,11 @@ export class PgVectorStore implements VectorStore {
   /** Whether bulk writes use the client's binary COPY (not through pglite-socket, whose protocol lacks it). */
   private useCopy = false;
   private iterativeScan = false;
+  /**
+   * Opened by a reader without write privileges (e.g. `ai4rag_reader`): keyword search then reads the statistics
+   * log instead of folding it, and nothing is written.
+   */
+  private readOnly = false;
   private warnedExactScan = false;
   private closed = false;
   private queue: Promise<unknown> = Promise.resolve();
@@ -411,15 +422,16 @@ export class PgVectorStore implements VectorStore {
   }
 
   private async init(): Promise<void> {
+    const c = this.client;
     if (!this.createIfMissing) {
-      const exists = await this.client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
+      const exists = await c.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
         REGISTRY_TABLE,
       ]);
       const row =
         exists.rows[0]?.t == null
           ? undefined
           : (
-              await this.client.query<{ name: string }>(
+              await c.query<{ name: string }>(
                 `SELECT name FROM ${REGISTRY_TABLE} WHERE name = $1`,
                 [this.key],
               )
@@ -430,12 +442,16 @@ export class PgVectorStore implements VectorStore {
         );
       }
     }
-    const c = this.client;
     const ext = await c.query<{ extversion: string }>(
       `SELECT extversion FROM pg_extension WHERE extname = 'vector'`,
     );
     let version = ext.rows[0]?.extversion;
     if (version === undefined) {
+      if (!this.createIfMissing) {
+        throw new VectorStoreError(
+          'the pgvector extension is not installed (the deployment creates it; locally, any writer does)',
+        );
+      }
       try {
         await c.query('CREATE EXTENSION IF NOT EXISTS vector');
       } catch (error: unknown) {
@@ -454,96 +470,31 @@ export class PgVectorStore implements VectorStore {
     const [major = 0, minor = 0] = version.split('.').map((p) => Number.parseInt(p, 10));
     this.iterativeScan = major > 0 || minor >= 8;
 
-    await this.ignoringRace(() =>
-      c.query(`CREATE TABLE IF NOT EXISTS ${REGISTRY_TABLE} (
-        name text PRIMARY KEY,
-        dimension int NOT NULL,
-        distance text NOT NULL,
-        embedding_model text NOT NULL,
-        analyzer_version text NOT NULL,
-        bm25_k1 float8 NOT NULL,
-        bm25_b float8 NOT NULL,
-        bm25_avgdl_weighted float8,
-        chunk_count bigint NOT NULL DEFAULT 0,
-        token_total bigint NOT NULL DEFAULT 0,
-        df_pending boolean NOT NULL DEFAULT false,
-        created_at timestamptz NOT NULL DEFAULT now())`),
-    );
-    // Registries created before the deferred document-frequency log existed.
-    await this.ignoringRace(() =>
-      c.query(
-        `ALTER TABLE ${REGISTRY_TABLE} ADD COLUMN IF NOT EXISTS df_pending boolean NOT NULL DEFAULT false`,
-      ),
-    );
-    const reg = await c.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO ${REGISTRY_TABLE} (name, dimension, distance, embedding_model, analyzer_version, bm25_k1, bm25_b)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING`,
-        [
-          this.key,
-          this.dimension,
-          this.distance,
-          this.embedder.modelId,
-          ANALYZER_VERSION,
-          this.k1,
-          this.b,
-        ],
-      );
-      const row = await this.lockRegistry(tx);
-      if (row.dimension !== this.dimension) {
+    // Schema changes only where something is missing (one catalogue read otherwise), and never by a reader:
+    // DDL takes ACCESS EXCLUSIVE locks that would queue every search behind it.
+    const missing = await this.missingSchema();
+    if (missing.length > 0) {
+      if (!this.createIfMissing) {
         throw new VectorStoreError(
-          `collection ${this.collectionName} holds ${row.dimension}-dimensional vectors; the embedder produces ${this.dimension}`,
+          `collection ${this.collectionName} needs a schema migration (missing ${missing.join(', ')}): ` +
+            'ingest into it, or run `ai4rag check --repair`, as a user allowed to change the schema',
         );
       }
-      if (row.distance !== this.distance) {
-        throw new VectorStoreError(
-          `collection ${this.collectionName} uses distance ${row.distance}, not ${this.distance}`,
-        );
-      }
-      if (row.embedding_model !== this.embedder.modelId) {
-        throw new VectorStoreError(
-          `collection ${this.collectionName} was embedded with ${row.embedding_model}, not ${this.embedder.modelId}`,
-        );
-      }
-      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.table} (
-        id text NOT NULL,
-        document_id text NOT NULL,
-        sequence_number int NOT NULL,
-        content text NOT NULL,
-        metadata jsonb NOT NULL,
-        embedding vector(${this.dimension}) NOT NULL,
-        bm25 sparsevec(${BM25_DIM}),
-        token_count int NOT NULL,
-        version text NOT NULL DEFAULT '',
-        PRIMARY KEY (id, version))`);
-      await tx.query(
-        `CREATE INDEX IF NOT EXISTS ${quoteIdent(auxiliaryName(this.key, 's'))} ON ${this.table} (document_id, sequence_number)`,
-      );
-      await tx.query(
-        `CREATE TABLE IF NOT EXISTS ${this.dfTable} (term int PRIMARY KEY, df int NOT NULL)`,
-      );
-      await tx.query(
-        `CREATE TABLE IF NOT EXISTS ${this.dfLog} (term int NOT NULL, delta int NOT NULL)`,
-      );
-      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.docTable} (
-        document_id text PRIMARY KEY,
-        content_hash text NOT NULL,
-        chunk_count int NOT NULL,
-        updated_at timestamptz NOT NULL,
-        metadata jsonb,
-        version text,
-        sequencer text,
-        deleted_at timestamptz)`);
-      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.writesTable} (
-        version text PRIMARY KEY,
-        owner text NOT NULL,
-        lease_seconds float8 NOT NULL,
-        expires_at timestamptz NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        finished_at timestamptz)`);
-      await this.migrate(tx);
-      return row;
-    });
+      await c.transaction(async (tx) => {
+        // Fail fast rather than queue behind (and in front of) running queries; the caller retries.
+        await tx.query(`SET LOCAL lock_timeout = ${SCHEMA_LOCK_TIMEOUT_MS}`);
+        // One schema change at a time across processes (concurrent CREATE TABLE IF NOT EXISTS races).
+        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+          `${REGISTRY_TABLE}:schema`,
+        ]);
+        await this.createSchema(tx);
+      });
+    }
+    const reg = this.createIfMissing
+      ? await c.transaction((tx) => this.registerCollection(tx))
+      : await this.lockRegistry(c, false);
+    this.checkCompatible(reg);
+    this.readOnly = !this.createIfMissing && !(await this.canWrite());
     const idx = await c.query<{ one: number }>(
       `SELECT 1 AS one FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`,
       [this.hnswIndex.slice(1, -1)],
@@ -555,7 +506,149 @@ export class PgVectorStore implements VectorStore {
     if (c.copyFrom !== undefined) {
       this.useCopy = c.dialect === 'pglite' || !String(serverVersion.rows[0]?.v).includes('PGlite');
     }
-    if (reg.analyzer_version !== ANALYZER_VERSION) await this.refreshBm25(true);
+    if (reg.analyzer_version !== ANALYZER_VERSION) {
+      if (this.readOnly) {
+        throw new VectorStoreError(
+          `collection ${this.collectionName} was indexed with analyzer ${reg.analyzer_version}, not ${ANALYZER_VERSION}: ` +
+            'ingest into it (or run `ai4rag check --repair`) as a writer to re-weight it',
+        );
+      }
+      await this.refreshBm25(true);
+    }
+  }
+
+  /**
+   * Tables, columns and indexes of the current schema that are missing (`table.column`, or an index name), from
+   * one catalogue query; empty when the collection is up to date.
+   */
+  private async missingSchema(): Promise<string[]> {
+    const want: [string, string][] = [
+      [REGISTRY_TABLE, 'df_pending'],
+      [this.table.slice(1, -1), 'version'],
+      [this.dfTable.slice(1, -1), 'df'],
+      [this.dfLog.slice(1, -1), 'delta'],
+      [this.docTable.slice(1, -1), 'deleted_at'],
+      [this.writesTable.slice(1, -1), 'finished_at'],
+    ];
+    const res = await this.client.query<{ missing: string }>(
+      `SELECT w.t || '.' || w.c AS missing FROM unnest($1::text[], $2::text[]) AS w(t, c)
+       WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+         WHERE a.attrelid = to_regclass(quote_ident(w.t)) AND a.attname = w.c AND NOT a.attisdropped)
+       UNION ALL SELECT $3::text WHERE to_regclass(quote_ident($3::text)) IS NULL`,
+      [want.map(([t]) => t), want.map(([, col]) => col), auxiliaryName(this.key, 's')],
+    );
+    return res.rows.map((r) => r.missing);
+  }
+
+  /** Whether this session may write the collection (a read-only role may not: it then never folds statistics). */
+  private async canWrite(): Promise<boolean> {
+    const res = await this.client.query<{ ok: boolean }>(
+      `SELECT has_table_privilege(to_regclass(quote_ident($1)), 'UPDATE')
+          AND has_table_privilege(to_regclass(quote_ident($2)), 'INSERT')
+          AND has_table_privilege(to_regclass(quote_ident($3)), 'DELETE') AS ok`,
+      [REGISTRY_TABLE, this.table.slice(1, -1), this.dfLog.slice(1, -1)],
+    );
+    return res.rows[0]?.ok === true;
+  }
+
+  /** Inserts this collection's registry row when absent and returns it, row-locked (`tx` is a transaction). */
+  private async registerCollection(tx: SqlClient): Promise<RegistryRow> {
+    await tx.query(
+      `INSERT INTO ${REGISTRY_TABLE} (name, dimension, distance, embedding_model, analyzer_version, bm25_k1, bm25_b)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING`,
+      [
+        this.key,
+        this.dimension,
+        this.distance,
+        this.embedder.modelId,
+        ANALYZER_VERSION,
+        this.k1,
+        this.b,
+      ],
+    );
+    return this.lockRegistry(tx);
+  }
+
+  /** Refuses to mix vectors: the registry row must match this store's dimension, distance and model. */
+  private checkCompatible(row: RegistryRow): void {
+    if (row.dimension !== this.dimension) {
+      throw new VectorStoreError(
+        `collection ${this.collectionName} holds ${row.dimension}-dimensional vectors; the embedder produces ${this.dimension}`,
+      );
+    }
+    if (row.distance !== this.distance) {
+      throw new VectorStoreError(
+        `collection ${this.collectionName} uses distance ${row.distance}, not ${this.distance}`,
+      );
+    }
+    if (row.embedding_model !== this.embedder.modelId) {
+      throw new VectorStoreError(
+        `collection ${this.collectionName} was embedded with ${row.embedding_model}, not ${this.embedder.modelId}`,
+      );
+    }
+  }
+
+  /**
+   * Creates what {@link missingSchema} reports missing, inside the caller's transaction (which holds the schema
+   * advisory lock and a lock timeout): the registry, this collection's tables, and older layouts migrated.
+   */
+  private async createSchema(tx: SqlClient): Promise<void> {
+    await tx.query(`CREATE TABLE IF NOT EXISTS ${REGISTRY_TABLE} (
+        name text PRIMARY KEY,
+        dimension int NOT NULL,
+        distance text NOT NULL,
+        embedding_model text NOT NULL,
+        analyzer_version text NOT NULL,
+        bm25_k1 float8 NOT NULL,
+        bm25_b float8 NOT NULL,
+        bm25_avgdl_weighted float8,
+        chunk_count bigint NOT NULL DEFAULT 0,
+        token_total bigint NOT NULL DEFAULT 0,
+        df_pending boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now())`);
+    // Registries created before the deferred document-frequency log existed.
+    await tx.query(
+      `ALTER TABLE ${REGISTRY_TABLE} ADD COLUMN IF NOT EXISTS df_pending boolean NOT NULL DEFAULT false`,
+    );
+    // Checked before the tables are created, so a mismatching collection gets no table of the wrong dimension.
+    this.checkCompatible(await this.registerCollection(tx));
+    await tx.query(`CREATE TABLE IF NOT EXISTS ${this.table} (
+        id text NOT NULL,
+        document_id text NOT NULL,
+        sequence_number int NOT NULL,
+        content text NOT NULL,
+        metadata jsonb NOT NULL,
+        embedding vector(${this.dimension}) NOT NULL,
+        bm25 sparsevec(${BM25_DIM}),
+        token_count int NOT NULL,
+        version text NOT NULL DEFAULT '',
+        PRIMARY KEY (id, version))`);
+    await tx.query(
+      `CREATE INDEX IF NOT EXISTS ${quoteIdent(auxiliaryName(this.key, 's'))} ON ${this.table} (document_id, sequence_number)`,
+    );
+    await tx.query(
+      `CREATE TABLE IF NOT EXISTS ${this.dfTable} (term int PRIMARY KEY, df int NOT NULL)`,
+    );
+    await tx.query(
+      `CREATE TABLE IF NOT EXISTS ${this.dfLog} (term int NOT NULL, delta int NOT NULL)`,
+    );
+    await tx.query(`CREATE TABLE IF NOT EXISTS ${this.docTable} (
+        document_id text PRIMARY KEY,
+        content_hash text NOT NULL,
+        chunk_count int NOT NULL,
+        updated_at timestamptz NOT NULL,
+        metadata jsonb,
+        version text,
+        sequencer text,
+        deleted_at timestamptz)`);
+    await tx.query(`CREATE TABLE IF NOT EXISTS ${this.writesTable} (
+        version text PRIMARY KEY,
+        owner text NOT NULL,
+        lease_seconds float8 NOT NULL,
+        expires_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz)`);
+    await this.migrate(tx);
   }
 
   /**
@@ -590,16 +683,6 @@ export class PgVectorStore implements VectorStore {
         `ALTER TABLE ${this.docTable} ADD COLUMN IF NOT EXISTS version text,
            ADD COLUMN IF NOT EXISTS sequencer text, ADD COLUMN IF NOT EXISTS deleted_at timestamptz`,
       );
-    }
-  }
-
-  /** Runs DDL that may race with another process creating the same object. */
-  private async ignoringRace(fn: () => Promise<unknown>): Promise<void> {
-    try {
-      await fn();
-    } catch (error: unknown) {
-      const code = sqlState(error);
-      if (code !== '23505' && code !== '42P07') throw error;
     }
   }
 
@@ -1177,7 +1260,10 @@ export class PgVectorStore implements VectorStore {
   async termStats(): Promise<TermStats> {
     const reg = await this.ensureBm25Fresh();
     const rows = await this.client.query<{ term: number; df: number }>(
-      `SELECT term, df FROM ${this.dfTable}`,
+      this.readOnly
+        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable}
+             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term >= 0) s GROUP BY term HAVING sum(df) > 0`
+        : `SELECT term, df FROM ${this.dfTable}`,
     );
     const df = new Map(rows.rows.map((r) => [Number(r.term), Number(r.df)]));
     return termStatsFromCounts(reg.n, (term) => df.get(termId(term)) ?? 0);
@@ -1193,7 +1279,12 @@ export class PgVectorStore implements VectorStore {
     const reg = await this.ensureBm25Fresh();
     if (reg.n === 0) return [];
     const dfRows = await this.client.query<{ term: number; df: number }>(
-      `SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])`,
+      // A reader folds nothing, so it adds the pending log entries of the query's terms itself.
+      this.readOnly
+        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])
+             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term = ANY($1::int4[])) s
+           GROUP BY term HAVING sum(df) > 0`
+        : `SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])`,
       [[...qtf.keys()]],
     );
     const weights = new Map<number, number>();
@@ -1216,8 +1307,30 @@ export class PgVectorStore implements VectorStore {
     return res.rows;
   }
 
-  /** Re-weights documents when avgdl drifted beyond the tolerance or k1/b changed. */
+  /**
+   * Re-weights documents when avgdl drifted beyond the tolerance or k1/b changed. A read-only store writes
+   * nothing: it counts the pending log into the chunk and token totals, and keeps the stored weights until a
+   * writer re-weights them (writers fold the log when they finish a write).
+   */
   private async ensureBm25Fresh(): Promise<RegistryRow> {
+    if (this.readOnly) {
+      const res = await this.client.query<RegistryRow>(
+        `SELECT r.dimension, r.distance, r.embedding_model, r.analyzer_version, r.bm25_k1, r.bm25_b,
+                r.bm25_avgdl_weighted, r.df_pending,
+                (r.chunk_count + COALESCE(l.n, 0))::float8 AS n, (r.token_total + COALESCE(l.total, 0))::float8 AS total
+         FROM ${REGISTRY_TABLE} r CROSS JOIN (SELECT sum(delta) FILTER (WHERE term = ${N_TERM}) AS n,
+           sum(delta) FILTER (WHERE term = ${TOTAL_TERM}) AS total FROM ${this.dfLog} WHERE term < 0) l
+         WHERE r.name = $1`,
+        [this.key],
+      );
+      const row = res.rows[0];
+      if (row === undefined) {
+        throw new VectorStoreError(
+          `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
+        );
+      }
+      return row;
+    }
     const reg = await this.lockRegistry(this.client, false);
     const log = await this.client.query<{ pending: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending`,
@@ -1682,8 +1795,33 @@ export class PgVectorStore implements VectorStore {
           ]);
           return { committed: acceptedIds, refused, chunksDeleted };
         }),
-      ),
+      ).then(async (outcome) => {
+        await this.foldIfIdle();
+        return outcome;
+      }),
     );
+  }
+
+  /**
+   * Folds the statistics log unless another session holds the registry row (it folds then): keeps the log short
+   * for read-only searchers, which add it up on every keyword search, without making writers wait on each other.
+   */
+  private async foldIfIdle(): Promise<void> {
+    try {
+      await this.client.transaction(async (tx) => {
+        const row = await tx.query<{ one: number }>(
+          `SELECT 1 AS one FROM ${REGISTRY_TABLE} WHERE name = $1 AND EXISTS (SELECT 1 FROM ${this.dfLog})
+           FOR UPDATE SKIP LOCKED`,
+          [this.key],
+        );
+        if (row.rows.length > 0) await this.foldDf(tx);
+      });
+    } catch (error: unknown) {
+      // The write is committed; the next fold (or a writer's keyword search) catches up.
+      this.logger(
+        `collection ${this.collectionName}: folding BM25 statistics failed (SQLSTATE ${sqlState(error) ?? '?'})`,
+      );
+    }
   }
 
   /** Ends a staged write without committing it; returns the staged chunks deleted. */
@@ -1860,12 +1998,28 @@ export class PgVectorStore implements VectorStore {
     return row === undefined ? undefined : toDocumentRecord(row);
   }
 
-  /** All document records, ordered by id. */
-  async listDocuments(): Promise<DocumentRecord[]> {
+  /**
+   * Document records ordered by id (the database's collation, which the page condition uses too): all, or a
+   * page read through the primary-key index (`document_id > after … LIMIT`).
+   */
+  async listDocuments(options: ListDocumentsOptions = {}): Promise<DocumentRecord[]> {
     this.assertOpen();
+    checkListLimit(options.limit);
+    const params: unknown[] = [];
+    let where = 'deleted_at IS NULL';
+    if (options.after !== undefined) {
+      params.push(options.after);
+      where += ` AND document_id > $${params.length}`;
+    }
+    let limit = '';
+    if (options.limit !== undefined) {
+      params.push(options.limit);
+      limit = ` LIMIT $${params.length}`;
+    }
     const res = await this.run('list documents', () =>
       this.client.query<DocRow>(
-        `SELECT ${DOC_COLUMNS} FROM ${this.docTable} WHERE deleted_at IS NULL ORDER BY document_id`,
+        `SELECT ${DOC_COLUMNS} FROM ${this.docTable} WHERE ${where} ORDER BY document_id${limit}`,
+        params,
       ),
     );
     return res.rows.map(toDocumentRecord);

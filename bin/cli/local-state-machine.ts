@@ -31,15 +31,30 @@ if (typeof P.withResolvers !== 'function') {
   };
 }
 
+/** What a failed local execution reports: the ASL `Error` and `Cause`, and the control state that failed. */
+export interface LocalFailure {
+  /** The error name (the failing handler's error, e.g. `ValidationError`, or the round bound's). */
+  error: string;
+  /** The cause, naming the state (`"Prepare failed: …"`). */
+  cause: string;
+  /** The top-level state whose failure was caught into ExperimentFailed, when one was. */
+  state?: string;
+}
+
 /** The local execution failed (a state failed and nothing caught it). */
 export class LocalExecutionError extends Ai4ragError {
-  constructor(message: string, options?: ErrorOptions) {
+  /** The execution's error and cause; absent when the engine itself failed before any state did. */
+  readonly failure?: LocalFailure;
+
+  constructor(message: string, options?: ErrorOptions & { failure?: LocalFailure }) {
     super(message, options);
     this.name = 'LocalExecutionError';
+    if (options?.failure !== undefined) this.failure = options.failure;
   }
 }
 
-type LocalHandler = (event: unknown, context: Context) => Promise<unknown>;
+/** A function's handler as the local executor calls it. */
+export type LocalHandler = (event: unknown, context: Context) => Promise<unknown>;
 
 /** Options of {@link runLocalExperiment}. */
 export interface LocalExperimentOptions {
@@ -50,6 +65,16 @@ export interface LocalExperimentOptions {
   context?: Record<string, unknown>;
   /** Called when a state is entered (its name, and its type). */
   onState?: (name: string, type: string) => void;
+  /**
+   * Handlers by function construct id (e.g. `ExperimentProposeFunction`) replacing the real ones: fault
+   * injection in tests.
+   */
+  handlers?: Readonly<Record<string, LocalHandler>>;
+  /**
+   * Wait before each Retry attempt, in ms, replacing the definition's backoff (seconds to a minute, meant for
+   * a throttled Lambda service, which has no local counterpart). @default 0
+   */
+  retryIntervalMs?: number;
 }
 
 /** The result of a local execution. */
@@ -63,7 +88,7 @@ export interface LocalExperimentResult {
  * `"ResultPath": "$"` means "the result replaces the input" (the ASL default). aws-local-stepfunctions 3.0.0 instead
  * writes a key named `$`; dropping the field gives the same semantics on both engines.
  */
-function normalizeResultPaths(states: Record<string, Record<string, unknown>>): void {
+export function normalizeResultPaths(states: Record<string, Record<string, unknown>>): void {
   for (const state of Object.values(states)) {
     if (state.ResultPath === '$') delete state.ResultPath;
     for (const catcher of (state.Catch as Record<string, unknown>[] | undefined) ?? []) {
@@ -115,12 +140,15 @@ export async function runLocalExperiment(
     EvaluateFunction: createEvaluateHandler(rt, listeners) as LocalHandler,
     ExperimentRecordFunction: createExperimentRecordHandler(rt, listeners) as LocalHandler,
     ExperimentFinalizeFunction: createExperimentFinalizeHandler(rt, listeners) as LocalHandler,
+    ...options.handlers,
   };
   normalizeResultPaths(definition.States as Record<string, Record<string, unknown>>);
   const tasks = new Map<string, string>();
   collectTasks(definition.States as Record<string, Record<string, unknown>>, tasks);
   const overrides: Record<string, (input: never) => Promise<never>> = {};
+  const retryIntervals: Record<string, number> = {};
   for (const [stateName, resource] of tasks) {
+    retryIntervals[stateName] = options.retryIntervalMs ?? 0;
     const functionId = functionIds[resource];
     const handler = functionId === undefined ? undefined : byFunction[functionId];
     if (functionId === undefined || handler === undefined) {
@@ -135,10 +163,15 @@ export async function runLocalExperiment(
     validationOptions: { checkArn: false, checkPaths: true },
   });
   const execution = machine.run(options.input as never, {
-    overrides: { taskResourceLocalHandlers: overrides as never },
+    overrides: {
+      taskResourceLocalHandlers: overrides as never,
+      retryIntervalOverrides: retryIntervals,
+    },
   });
+  const topLevel = new Set(Object.keys(definition.States as Record<string, unknown>));
   const seen = new Map<string, { name: string; type: string; count: number }>();
   let failure: { Error: string; Cause: unknown } | undefined;
+  let caughtState: string | undefined;
   const logs = (async () => {
     for await (const event of execution.eventLogs) {
       if (event.type === 'StateEntered') {
@@ -150,6 +183,9 @@ export async function runLocalExperiment(
         entry.count += 1;
         seen.set(event.state.name, entry);
         options.onState?.(event.state.name, event.state.type);
+      } else if (event.type === 'StateCaught' && topLevel.has(event.state.name)) {
+        // Trial states are caught inside the RunTrials Map; only a control state's catch ends the execution.
+        caughtState = event.state.name;
       } else if (event.type === 'ExecutionFailed') {
         failure = { Error: event.Error, Cause: event.Cause };
       }
@@ -163,9 +199,16 @@ export async function runLocalExperiment(
     await logs.catch(() => undefined);
     const cause = failure?.Cause ?? (error as Error).message;
     const text = typeof cause === 'string' ? cause : JSON.stringify(cause);
-    throw new LocalExecutionError(
-      `The experiment state machine failed: ${failure?.Error ?? (error as Error).name}: ${text}`,
-      { cause: error },
-    );
+    const name = failure?.Error ?? (error as Error).name;
+    throw new LocalExecutionError(`The experiment state machine failed: ${name}: ${text}`, {
+      cause: error,
+      ...(failure !== undefined && {
+        failure: {
+          error: name,
+          cause: text,
+          ...(caughtState !== undefined && { state: caughtState }),
+        },
+      }),
+    });
   }
 }

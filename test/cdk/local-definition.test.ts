@@ -89,6 +89,7 @@ describe('synthExperimentDefinition', () => {
         experimentId: 'e1',
         prefix: 'experiments/e1/',
         trialConcurrency: 2,
+        maxEvals: 2,
       })),
       Propose: log('Propose', () =>
         ++proposals === 1
@@ -160,6 +161,8 @@ describe('synthExperimentDefinition', () => {
       experimentId: 'e1',
       prefix: 'experiments/e1/',
       trialConcurrency: 2,
+      maxEvals: 2,
+      rounds: { count: 2 },
       proposal: { done: true, trials: [] },
       results: expect.any(Array),
       artefacts: { leaderboard: 'experiments/e1/leaderboard.json' },

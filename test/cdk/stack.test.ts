@@ -272,17 +272,22 @@ describe.each([
     // Assess
     expect(asl.StartAt).toBe('Prepare');
     // ResultPath '$' (the whole state becomes the result) is the ASL default, so it is not written.
-    expect(states.Prepare).toMatchObject({ Type: 'Task', Next: 'Propose' });
+    expect(states.Prepare).toMatchObject({ Type: 'Task', Next: 'StartRounds' });
+    expect(states.StartRounds).toMatchObject({ Type: 'Pass', Next: 'Propose' });
     expect(states.Prepare.ResultPath).toBeUndefined();
     expect(states.Prepare.Parameters).toBeUndefined();
     expect(states.Propose).toMatchObject({
       ResultPath: '$.proposal',
       Parameters: { 'experimentId.$': '$.experimentId', 'prefix.$': '$.prefix' },
-      Next: 'BudgetLeft?',
+      Next: 'CountRound',
     });
-    expect(states['BudgetLeft?']).toEqual({
+    expect(states.CountRound).toMatchObject({ Type: 'Pass', Next: 'BudgetLeft?' });
+    expect(states['BudgetLeft?']).toMatchObject({
       Type: 'Choice',
-      Choices: [{ Variable: '$.proposal.done', BooleanEquals: true, Next: 'Finalize' }],
+      Choices: [
+        { Variable: '$.proposal.done', BooleanEquals: true, Next: 'Finalize' },
+        { Next: 'RoundLimitReached' },
+      ],
       Default: 'RunTrials',
     });
     expect(states.RunTrials).toMatchObject({

@@ -82,7 +82,12 @@ describe('the optimizer task handlers, fed Step Functions events', () => {
     const state = await readState(rt.objectStore, 'experiments/hr-1/');
 
     // Assess
-    expect(ref).toEqual({ experimentId: 'hr-1', prefix: 'experiments/hr-1/', trialConcurrency: 2 });
+    expect(ref).toEqual({
+      experimentId: 'hr-1',
+      prefix: 'experiments/hr-1/',
+      trialConcurrency: 2,
+      maxEvals: 2,
+    });
     expect(state.corpus.documents).toBe(2);
     expect(proposal.done).toBe(false);
     expect(index.batches).toHaveLength(1);

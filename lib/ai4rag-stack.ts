@@ -280,7 +280,7 @@ export class Ai4ragStack extends Stack {
       });
     const documentsBucket = bucket('DocumentsBucket', 'documents/', []);
     const artifactsBucket = bucket('ArtifactsBucket', 'artifacts/', [
-      { prefix: BATCHES_PREFIX, expiration: Duration.days(7) },
+      { prefix: BATCHES_PREFIX, expiration: Monitoring.BATCHES_RETENTION },
     ]);
     this.documentsBucket = documentsBucket;
     this.artifactsBucket = artifactsBucket;
@@ -507,7 +507,14 @@ export class Ai4ragStack extends Stack {
       deadLetterQueues: { IngestDlq: ingest.dlq, ChunkDlq: chunk.dlq, EmbedDlq: embed.dlq },
       queues: { IngestQueue: ingest.queue, ChunkQueue: chunk.queue, EmbedQueue: embed.queue },
       stateMachine: this.stateMachine,
-      apiName: 'ai4rag',
+      apiStage: queryApi.api.deploymentStage,
+      ...(this.vectorStore.instance !== undefined && {
+        database: {
+          instance: this.vectorStore.instance,
+          instanceType: config.database.instanceType,
+          ...(this.vectorStore.proxy !== undefined && { proxy: this.vectorStore.proxy }),
+        },
+      }),
       ...(config.alarmEmail !== undefined ? { alarmEmail: config.alarmEmail } : {}),
     });
 

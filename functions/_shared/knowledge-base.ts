@@ -112,6 +112,17 @@ export function documentSegment(documentId: string): string {
   return s === '.' || s === '..' ? s.replaceAll('.', '%2E') : s;
 }
 
+/** Told of each document version marked `failed` (the ingestion functions count them as a metric). */
+export type DocumentFailedListener = (documentId: string) => void;
+
+const documentFailedListeners = new Set<DocumentFailedListener>();
+
+/** Registers a listener of documents marked `failed` (once per function); returns its removal. */
+export function onDocumentFailed(listener: DocumentFailedListener): () => void {
+  documentFailedListeners.add(listener);
+  return () => documentFailedListeners.delete(listener);
+}
+
 /** Key of a document's status object. */
 export function statusKey(collection: string, documentId: string): string {
   return `status/${collection}/${documentSegment(documentId)}.json`;
@@ -137,6 +148,9 @@ async function writeStatus(
   status: DocumentStatusRecord,
 ): Promise<void> {
   await putJson(store, statusKey(collection, status.documentId), status);
+  if (status.status === 'failed') {
+    for (const listener of documentFailedListeners) listener(status.documentId);
+  }
 }
 
 /** The message the ingest step sends to the chunk queue. */

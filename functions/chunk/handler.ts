@@ -5,7 +5,8 @@
 import { parseWith } from '../../shared/src/api/schemas.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { sqsHandler } from '../_shared/http.js';
-import { ChunkRequestSchema, chunkRequest } from '../_shared/knowledge-base.js';
+import { ChunkRequestSchema, chunkRequest, onDocumentFailed } from '../_shared/knowledge-base.js';
+import { countFailedDocument, countFailedRecords } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 
 /**
@@ -14,15 +15,19 @@ import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
  */
 export function createChunkHandler(deps?: Partial<Runtime>) {
   const runtime = lazyRuntime(deps);
-  return sqsHandler('chunk', async (record) => {
-    let body: unknown;
-    try {
-      body = JSON.parse(record.body);
-    } catch (error) {
-      throw new ValidationError(`message ${record.messageId} is not JSON`, { cause: error });
-    }
-    await chunkRequest(runtime(), parseWith(ChunkRequestSchema, body, 'chunk request'));
-  });
+  onDocumentFailed(countFailedDocument);
+  return sqsHandler(
+    'chunk',
+    countFailedRecords(async (record) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(record.body);
+      } catch (error) {
+        throw new ValidationError(`message ${record.messageId} is not JSON`, { cause: error });
+      }
+      await chunkRequest(runtime(), parseWith(ChunkRequestSchema, body, 'chunk request'));
+    }),
+  );
 }
 
 /** Lambda entry point. */

@@ -12,7 +12,9 @@ import {
   type EmbedBatchResult,
   EmbedMessageSchema,
   embedBatch,
+  onDocumentFailed,
 } from '../_shared/knowledge-base.js';
+import { countFailedDocument, countFailedRecords } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 
 /** The optimizer's direct invocation. */
@@ -42,16 +44,20 @@ function isSqsEvent(event: unknown): event is SQSEvent {
  */
 export function createEmbedBatchHandler(deps?: Partial<Runtime>) {
   const runtime = lazyRuntime(deps);
-  const sqs = sqsHandler('embed-batch', async (record) => {
-    let body: unknown;
-    try {
-      body = JSON.parse(record.body);
-    } catch (error) {
-      throw new ValidationError(`message ${record.messageId} is not JSON`, { cause: error });
-    }
-    const { batchKey } = parseWith(EmbedMessageSchema, body, 'embed message');
-    await embedBatch(runtime(), batchKey);
-  });
+  onDocumentFailed(countFailedDocument);
+  const sqs = sqsHandler(
+    'embed-batch',
+    countFailedRecords(async (record) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(record.body);
+      } catch (error) {
+        throw new ValidationError(`message ${record.messageId} is not JSON`, { cause: error });
+      }
+      const { batchKey } = parseWith(EmbedMessageSchema, body, 'embed message');
+      await embedBatch(runtime(), batchKey);
+    }),
+  );
   return async (
     event: SQSEvent | EmbedTask,
     context: Context,

@@ -9,6 +9,8 @@ import {
   experimentRef,
   taskHandler,
 } from '../_shared/experiment.js';
+import { APP_METRICS } from '../_shared/metric-names.js';
+import { countMetric } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 
 /** Builds the handler over an injected runtime (tests, the local state machine) or the container's. */
@@ -22,7 +24,14 @@ export function createExperimentRecordHandler(
     const results = (event as { results?: unknown }).results;
     if (!Array.isArray(results))
       throw new ValidationError('Invalid task input: results must be an array.');
-    return recordTrials(experimentDeps(runtime(), listeners), ref, results as TrialOutcome[]);
+    const recorded = await recordTrials(
+      experimentDeps(runtime(), listeners),
+      ref,
+      results as TrialOutcome[],
+    );
+    // Every round emits a value (0 included), so the alarm sees data while experiments run.
+    countMetric(APP_METRICS.failedTrials, recorded.failed);
+    return recorded;
   });
 }
 

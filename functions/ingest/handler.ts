@@ -7,7 +7,8 @@ import { z } from 'zod';
 import { parseWith } from '../../shared/src/api/schemas.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { decodeS3Key, sqsHandler } from '../_shared/http.js';
-import { ingestObject, removeDocument } from '../_shared/knowledge-base.js';
+import { ingestObject, onDocumentFailed, removeDocument } from '../_shared/knowledge-base.js';
+import { countFailedDocument, countFailedRecords } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 
 const S3Notification = z.object({
@@ -35,24 +36,29 @@ function isTestEvent(body: unknown): boolean {
  */
 export function createIngestHandler(deps?: Partial<Runtime>) {
   const runtime = lazyRuntime(deps);
-  return sqsHandler('ingest', async (record) => {
-    let body: unknown;
-    try {
-      body = JSON.parse(record.body);
-    } catch (error) {
-      throw new ValidationError(`message ${record.messageId} is not JSON`, { cause: error });
-    }
-    if (isTestEvent(body)) return;
-    const notification = parseWith(S3Notification, body, 'S3 event notification');
-    const rt = runtime();
-    for (const r of notification.Records) {
-      const key = decodeS3Key(r.s3.object.key);
-      // S3 does not deliver a key's events in order; its sequencer orders them (the store compares it).
-      const event = r.s3.object.sequencer === undefined ? {} : { sequencer: r.s3.object.sequencer };
-      if (r.eventName.startsWith('ObjectCreated:')) await ingestObject(rt, key, event);
-      else if (r.eventName.startsWith('ObjectRemoved:')) await removeDocument(rt, key, event);
-    }
-  });
+  onDocumentFailed(countFailedDocument);
+  return sqsHandler(
+    'ingest',
+    countFailedRecords(async (record) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(record.body);
+      } catch (error) {
+        throw new ValidationError(`message ${record.messageId} is not JSON`, { cause: error });
+      }
+      if (isTestEvent(body)) return;
+      const notification = parseWith(S3Notification, body, 'S3 event notification');
+      const rt = runtime();
+      for (const r of notification.Records) {
+        const key = decodeS3Key(r.s3.object.key);
+        // S3 does not deliver a key's events in order; its sequencer orders them (the store compares it).
+        const event =
+          r.s3.object.sequencer === undefined ? {} : { sequencer: r.s3.object.sequencer };
+        if (r.eventName.startsWith('ObjectCreated:')) await ingestObject(rt, key, event);
+        else if (r.eventName.startsWith('ObjectRemoved:')) await removeDocument(rt, key, event);
+      }
+    }),
+  );
 }
 
 /** Lambda entry point. */

@@ -3,7 +3,11 @@
  * `process.env`), so tests inject their own and a bad deployment fails at the first invocation with one message.
  */
 import { z } from 'zod';
-import { DEFAULT_COLLECTION } from '../../shared/src/defaults.js';
+import {
+  DEFAULT_COLLECTION,
+  KB_COLLECTION_NAME,
+  KB_COLLECTION_RULE,
+} from '../../shared/src/defaults.js';
 import { parseEndpoints, resolveModel } from '../../shared/src/endpoints.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { type PriceTable, parsePriceTable } from '../../shared/src/pricing.js';
@@ -116,10 +120,8 @@ export function parseFunctionEnv(env: EnvRecord): FunctionEnv {
     throw new ValidationError(`AI4RAG_STORE must be pgvector, milvus or pglite, got "${store}"`);
   }
   const collection = get(env, 'AI4RAG_COLLECTION') ?? DEFAULT_COLLECTION;
-  if (!/^ai4rag[A-Za-z0-9_]*$/.test(collection)) {
-    throw new ValidationError(
-      `AI4RAG_COLLECTION must start with "ai4rag" and hold only letters, digits and _, got "${collection}"`,
-    );
+  if (!KB_COLLECTION_NAME.test(collection)) {
+    throw new ValidationError(`AI4RAG_COLLECTION ${KB_COLLECTION_RULE}, got "${collection}"`);
   }
   const out: FunctionEnv = { store, collection, queueUrls: {} };
   const set = <K extends keyof FunctionEnv>(key: K, name: string): void => {

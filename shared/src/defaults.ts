@@ -5,6 +5,14 @@ import type { RankerStrategy, SearchMode } from './vectorstores/types.js';
  * Defaults of the embedded runtime (CLI, local API). Chosen by measurement with `ai4rag eval-retrieval`
  * on the three reference datasets (README, "Measured"); change them only with a new measurement.
  */
+/**
+ * Names a deployed knowledge-base collection may take: the deploy configuration and every function check the same
+ * rule (an "ai4rag" prefix, letters, digits and underscores, at most 63 characters as PostgreSQL identifiers).
+ */
+export const KB_COLLECTION_NAME = /^ai4rag[A-Za-z0-9_]{0,57}$/;
+/** What {@link KB_COLLECTION_NAME} requires, in words. */
+export const KB_COLLECTION_RULE =
+  'must start with "ai4rag" and hold only letters, digits and underscores (at most 63 characters)';
 export const DEFAULT_COLLECTION = 'ai4rag_default';
 
 export const DEFAULT_CHUNKING: Readonly<ChunkingOptions> = Object.freeze({

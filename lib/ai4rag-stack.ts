@@ -27,7 +27,7 @@ import { createExperimentStateMachine } from './constructs/experiment-state-mach
 import { Monitoring } from './constructs/monitoring.js';
 import { createNodeFunction, type NodeFunctionSpec } from './constructs/node-function.js';
 import { QueryApi } from './constructs/query-api.js';
-import { VectorStore } from './constructs/vector-store.js';
+import { type StoreAccess, VectorStore } from './constructs/vector-store.js';
 
 /** Props of {@link Ai4ragStack}. */
 export interface Ai4ragStackProps extends StackProps {
@@ -107,7 +107,8 @@ interface FunctionPlan {
   description: string;
   memorySize: number;
   timeout: Duration;
-  store: boolean;
+  /** Store access: `read` connects as the read-only role, `write` as the writer; false: no store. */
+  store: StoreAccess | false;
   model: boolean;
 }
 
@@ -119,7 +120,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
       'ai4rag: parse an uploaded document, skip unchanged, queue chunking; delete on removal',
     memorySize: 1536,
     timeout: Duration.minutes(2),
-    store: true,
+    store: 'write',
     model: false,
   },
   ChunkFunction: {
@@ -135,7 +136,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     description: 'ai4rag: embed one batch of chunks and upsert it into the vector store',
     memorySize: 1024,
     timeout: Duration.minutes(5),
-    store: true,
+    store: 'write',
     model: true,
   },
   SearchFunction: {
@@ -143,7 +144,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     description: 'ai4rag: POST /search',
     memorySize: 1024,
     timeout: Duration.seconds(29),
-    store: true,
+    store: 'read',
     model: true,
   },
   GenerateFunction: {
@@ -151,7 +152,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     description: 'ai4rag: POST /generate and POST /chat',
     memorySize: 1024,
     timeout: Duration.minutes(5),
-    store: true,
+    store: 'read',
     model: true,
   },
   DocumentsFunction: {
@@ -159,7 +160,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     description: 'ai4rag: documents list/get/delete, upload URLs, stats, health',
     memorySize: 512,
     timeout: Duration.seconds(29),
-    store: true,
+    store: 'write',
     model: false,
   },
   EvaluateFunction: {
@@ -167,7 +168,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     description: 'ai4rag: answer and score the benchmark for one trial',
     memorySize: 2048,
     timeout: Duration.minutes(15),
-    store: true,
+    store: 'write',
     model: true,
   },
   ExperimentPrepareFunction: {
@@ -191,7 +192,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     description: 'ai4rag: reuse or build a trial index, emit its embedding batches',
     memorySize: 2048,
     timeout: Duration.minutes(15),
-    store: true,
+    store: 'write',
     model: true,
   },
   ExperimentRecordFunction: {
@@ -207,7 +208,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     description: 'ai4rag: leaderboard, pattern.json, evaluation results, report',
     memorySize: 1024,
     timeout: Duration.minutes(5),
-    store: true,
+    store: 'write',
     model: false,
   },
 };
@@ -362,7 +363,7 @@ export class Ai4ragStack extends Stack {
         timeout: plan.timeout,
         environment: {
           ...baseEnvironment,
-          ...(plan.store ? store.environment : {}),
+          ...(plan.store ? store.environmentFor(plan.store) : {}),
           ...(plan.model ? modelEnvironment : {}),
           ...(withPattern && servingPattern !== undefined
             ? { AI4RAG_SERVING_PATTERN: servingPattern }
@@ -372,7 +373,7 @@ export class Ai4ragStack extends Stack {
         ...(plan.store && store.placement !== undefined ? { vpc: store.placement } : {}),
       };
       const fn = createNodeFunction(this, fnId, spec);
-      if (plan.store) store.grantAccess(fn);
+      if (plan.store) store.grantAccess(fn, plan.store);
       if (plan.model) openaiKey?.grantRead(fn);
       if (plan.model) for (const key of roleKeys) key.grantRead(fn);
       if (RERANK_FUNCTIONS.has(fnId)) rerankKey?.grantRead(fn);

@@ -72,6 +72,31 @@ const secretName = z
   );
 
 /**
+ * `interfaceEndpoints`: extra interface VPC endpoints, as a JSON array or a comma-separated string. An AWS
+ * service is named by its short name (`bedrock-runtime`, `sagemaker.runtime`); a PrivateLink endpoint service (a
+ * model server in this or another account) by its full name (`com.amazonaws.vpce.<region>.vpce-svc-…`).
+ */
+const interfaceEndpointsSchema = z.preprocess(
+  (value) =>
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((e) => e.trim())
+          .filter((e) => e !== '')
+      : value,
+  z
+    .array(
+      z
+        .string()
+        .regex(
+          /^([a-z0-9][a-z0-9.-]{0,62}|com\.amazonaws\.vpce\.[a-z0-9-]+\.vpce-svc-[0-9a-f]{8,17})$/,
+          "must be an AWS service name such as 'bedrock-runtime' or an endpoint service name such as com.amazonaws.vpce.eu-west-1.vpce-svc-0123456789abcdef0",
+        ),
+    )
+    .default([]),
+);
+
+/**
  * The raw context keys and their rules. Unknown context keys (CDK feature flags) are ignored.
  */
 export const deployContextSchema = z.object({
@@ -141,6 +166,24 @@ export const deployContextSchema = z.object({
     .default('t4g.small'),
   autoDeleteBuckets: contextBoolean(false),
   alarmEmail: z.email('must be an e-mail address').optional(),
+  vpcId: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z
+      .string()
+      .regex(/^vpc-[0-9a-f]{8,17}$/, "must be a VPC id such as 'vpc-0123456789abcdef0'")
+      .optional(),
+  ),
+  natGateways: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.coerce
+      .number({ error: 'must be an integer from 0 to 2' })
+      .int('must be an integer from 0 to 2')
+      .min(0, 'must be an integer from 0 to 2')
+      .max(2, 'must be an integer from 0 to 2 (the VPC spans two availability zones)')
+      .optional(),
+  ),
+  interfaceEndpoints: interfaceEndpointsSchema,
+  awsServiceEndpoints: contextBoolean(true),
 });
 
 /** Raw context after coercion and defaults, before cross-field rules. */
@@ -229,6 +272,23 @@ export interface DeployConfig {
   database: { deletionProtection: boolean; multiAz: boolean; instanceType: string };
   autoDeleteBuckets: boolean;
   alarmEmail?: string;
+  /** The pgvector network (ignored for Zilliz). */
+  network: NetworkConfig;
+}
+
+/** Where the pgvector database and the functions that reach it run. */
+export interface NetworkConfig {
+  /** An existing VPC to deploy into (looked up at synth; the stack then needs an account and region). */
+  vpcId?: string;
+  /**
+   * NAT gateways of the created VPC. Absent: 1 when an outside endpoint (openaiBaseUrl, rerankBaseUrl, a role's
+   * endpoint) is configured, else 0. The subnets are the same either way; only the NAT and its routes change.
+   */
+  natGateways?: number;
+  /** Extra interface endpoints (AWS service short names or endpoint service names). */
+  interfaceEndpoints: string[];
+  /** Create the S3, SQS, Secrets Manager and X-Ray endpoints the functions use (false: the VPC provides them). */
+  awsServiceEndpoints: boolean;
 }
 
 /** Options of {@link parseDeployConfig}. */
@@ -304,6 +364,9 @@ export function parseDeployConfig(
 
   if (ctx.vectorStore === 'zilliz' && ctx.zillizUri === undefined) {
     problems.push("zillizUri: is required when vectorStore is 'zilliz' (an https URL)");
+  }
+  if (ctx.vpcId !== undefined && ctx.natGateways !== undefined) {
+    problems.push('natGateways: applies to the VPC the stack creates, not to an existing vpcId');
   }
   const rerankKeys = (
     ['rerankModel', 'rerankCandidates', 'rerankApiKeySecretName'] as const
@@ -459,6 +522,12 @@ export function parseDeployConfig(
     },
     autoDeleteBuckets: ctx.autoDeleteBuckets,
     ...(ctx.alarmEmail !== undefined ? { alarmEmail: ctx.alarmEmail } : {}),
+    network: {
+      ...(ctx.vpcId !== undefined && { vpcId: ctx.vpcId }),
+      ...(ctx.natGateways !== undefined && { natGateways: ctx.natGateways }),
+      interfaceEndpoints: ctx.interfaceEndpoints,
+      awsServiceEndpoints: ctx.awsServiceEndpoints,
+    },
   };
 }
 

@@ -242,7 +242,8 @@ export class Monitoring extends Construct {
     alarm(
       APP_METRICS.failedDocuments,
       custom(APP_METRICS.failedDocuments),
-      'Documents were marked failed by ingestion: GET /documents?status=failed lists them with the reason',
+      'Documents were marked failed by ingestion: their status (GET /documents, status/ in the artifacts bucket) ' +
+        'carries the reason',
     );
     alarm(
       APP_METRICS.failedRecords,

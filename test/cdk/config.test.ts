@@ -70,6 +70,7 @@ describe('parseDeployConfig', () => {
       collection: 'ai4rag_default',
       database: { deletionProtection: true, multiAz: false, instanceType: 't4g.small' },
       autoDeleteBuckets: false,
+      network: { interfaceEndpoints: [], awsServiceEndpoints: true },
     });
   });
 

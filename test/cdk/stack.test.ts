@@ -473,7 +473,8 @@ describe('Ai4ragStack (pgvector specifics)', () => {
       EngineFamily: 'POSTGRESQL',
       RequireTLS: true,
     });
-    s.template.resourceCountIs('AWS::SecretsManager::Secret', 1);
+    // The master secret and one per application role (ai4rag_writer, ai4rag_reader).
+    s.template.resourceCountIs('AWS::SecretsManager::Secret', 3);
   });
 
   it('places database clients in isolated subnets with S3, SQS, Secrets Manager and X-Ray endpoints', () => {

@@ -412,6 +412,12 @@ export class MilvusVectorStore implements VectorStore {
         ...(config.serverCert ? { tls: { rootCert: Buffer.from(config.serverCert) } } : {}),
         logLevel: 'error',
       });
+      // The SDK starts connecting in its constructor and awaits that promise only inside calls: a server that
+      // is down rejects it before any call, an unhandled rejection that kills the process (a Lambda container
+      // dies with Runtime.ExitError). Calls still see the failure through their own await.
+      (client as unknown as { connectPromise?: Promise<unknown> }).connectPromise?.catch(
+        () => undefined,
+      );
       owns = options.ownsClient ?? true;
     }
     const store = new MilvusVectorStore(client, { ...options, distance }, name, owns);

@@ -96,6 +96,21 @@ const RERANK_FUNCTIONS: ReadonlySet<string> = new Set([
   STREAM_FUNCTION_ID,
 ]);
 
+/**
+ * Functions that write or read the knowledge-base collection. They all get the same embedding model, chunking and
+ * serving pattern (and the model endpoints, so a writer creates the collection with the model readers expect):
+ * one source of truth, checked per configuration by test/cdk/environment.test.ts and run by test/deployed.
+ */
+export const KNOWLEDGE_BASE_FUNCTIONS: ReadonlySet<string> = new Set([
+  'IngestFunction',
+  'ChunkFunction',
+  'EmbedBatchFunction',
+  'SearchFunction',
+  'GenerateFunction',
+  'DocumentsFunction',
+  STREAM_FUNCTION_ID,
+]);
+
 /** SQS visibility timeout must cover the consumer's retries within one receive: 6 × its timeout. */
 const VISIBILITY_FACTOR = 6;
 /** Receives before a message moves to the DLQ. */
@@ -121,15 +136,15 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     memorySize: 1536,
     timeout: Duration.minutes(2),
     store: 'write',
-    model: false,
+    model: true,
   },
   ChunkFunction: {
     folder: 'chunk',
     description: 'ai4rag: chunk a parsed document into embedding batches',
     memorySize: 1024,
     timeout: Duration.minutes(2),
-    store: false,
-    model: false,
+    store: 'write',
+    model: true,
   },
   EmbedBatchFunction: {
     folder: 'embed-batch',
@@ -161,7 +176,7 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
     memorySize: 512,
     timeout: Duration.seconds(29),
     store: 'write',
-    model: false,
+    model: true,
   },
   EvaluateFunction: {
     folder: 'evaluate',
@@ -383,7 +398,7 @@ export class Ai4ragStack extends Stack {
       functions[fnId] = build(
         fnId,
         PLAN[fnId],
-        fnId === 'SearchFunction' || fnId === 'GenerateFunction',
+        KNOWLEDGE_BASE_FUNCTIONS.has(fnId),
       );
     }
     const streamFunction = build(STREAM_FUNCTION_ID, STREAM_PLAN, true);

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { KB_COLLECTION_NAME, KB_COLLECTION_RULE } from '../shared/src/defaults.js';
 import { modelName } from '../shared/src/endpoints.js';
 import { ValidationError } from '../shared/src/errors.js';
 import { RERANK_CANDIDATES } from '../shared/src/retrieval/rerank.js';
@@ -153,10 +154,8 @@ export const deployContextSchema = z.object({
   apiAuth: z.enum(['iam', 'apiKey'], { error: "must be 'iam' or 'apiKey'" }).default('iam'),
   collection: z
     .string()
-    .regex(
-      /^[A-Za-z_][A-Za-z0-9_]{0,62}$/,
-      'must start with a letter or underscore and hold only letters, digits and underscores (at most 63)',
-    )
+    // The functions check the same rule (functions/_shared/env.ts): a name they would refuse fails the synth.
+    .regex(KB_COLLECTION_NAME, KB_COLLECTION_RULE)
     .default('ai4rag_default'),
   dbDeletionProtection: contextBoolean(true),
   dbMultiAz: contextBoolean(false),

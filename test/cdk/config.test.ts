@@ -172,8 +172,17 @@ describe('parseDeployConfig', () => {
     expect(error.message).toBe(
       'Invalid deploy configuration (CDK context): trialConcurrency: must be an integer from 1 to 10; ' +
         "apiAuth: must be 'iam' or 'apiKey'; " +
-        'collection: must start with a letter or underscore and hold only letters, digits and underscores (at most 63)',
+        'collection: must start with "ai4rag" and hold only letters, digits and underscores (at most 63 characters)',
     );
+  });
+
+  it('refuses a collection name the functions would refuse (no "ai4rag" prefix, too long)', () => {
+    for (const collection of ['kb_docs', `ai4rag_${'x'.repeat(57)}`]) {
+      expect(errorOf(() => parseDeployConfig({ vectorStore: 'pgvector', collection })).message).toBe(
+        'Invalid deploy configuration (CDK context): collection: must start with "ai4rag" and hold only letters, digits and underscores (at most 63 characters)',
+      );
+    }
+    expect(parseDeployConfig({ vectorStore: 'pgvector', collection: `ai4rag_${'x'.repeat(56)}` }).collection).toHaveLength(63);
   });
 
   it('rejects trialConcurrency 0 and 2.5', () => {

@@ -585,7 +585,7 @@ describe('Ai4ragStack (API keys, OpenAI endpoint, serving pattern)', () => {
     });
   });
 
-  it('passes the serving pattern to search and generate only', () => {
+  it('passes the serving pattern to every knowledge-base function (writers and readers agree)', () => {
     // Act
     const search = envOf(s, 'SearchFunction');
     const pattern = JSON.parse(String(search.AI4RAG_SERVING_PATTERN));
@@ -602,7 +602,10 @@ describe('Ai4ragStack (API keys, OpenAI endpoint, serving pattern)', () => {
     expect(envOf(s, 'GenerateStreamFunction').AI4RAG_SERVING_PATTERN).toBe(
       search.AI4RAG_SERVING_PATTERN,
     );
-    expect(envOf(s, 'EmbedBatchFunction').AI4RAG_SERVING_PATTERN).toBeUndefined();
+    for (const id of ['IngestFunction', 'ChunkFunction', 'EmbedBatchFunction', 'DocumentsFunction']) {
+      expect(envOf(s, id).AI4RAG_SERVING_PATTERN, id).toBe(search.AI4RAG_SERVING_PATTERN);
+    }
+    expect(envOf(s, 'EvaluateFunction').AI4RAG_SERVING_PATTERN).toBeUndefined();
     expect(search).toMatchObject({
       OPENAI_BASE_URL: 'https://models.example.com/v1',
       AI4RAG_EMBEDDING_MODEL: 'text-embedding-3-small',

@@ -410,7 +410,7 @@ export class Ai4ragStack extends Stack {
       const dlq = new sqs.Queue(this, `${name}Dlq`, {
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
-        retentionPeriod: Duration.days(14),
+        retentionPeriod: Monitoring.DLQ_RETENTION,
       });
       Validations.of(dlq).acknowledge({
         id: 'AwsSolutions-SQS3',

@@ -138,7 +138,7 @@ describe('pgvector reader on PGlite', () => {
     // Assess
     await expect(opened).rejects.toThrow(VectorStoreError);
     await expect(opened).rejects.toThrow(
-      /ai4rag_reader_old needs a schema migration \(missing .*deleted_at\).*ingest into it/,
+      /ai4rag_reader_old needs a schema migration \(missing .*deleted_at\): re-run an ingestion into it/,
     );
     expect(log.filter((sql) => DDL.test(sql))).toEqual([]);
     const migrating: string[] = [];

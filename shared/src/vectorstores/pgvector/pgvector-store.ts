@@ -477,7 +477,7 @@ export class PgVectorStore implements VectorStore {
       if (!this.createIfMissing) {
         throw new VectorStoreError(
           `collection ${this.collectionName} needs a schema migration (missing ${missing.join(', ')}): ` +
-            'ingest into it, or run `ai4rag check --repair`, as a user allowed to change the schema',
+            're-run an ingestion into it (unchanged documents are skipped) as a user allowed to change the schema (ai4rag_writer)',
         );
       }
       await c.transaction(async (tx) => {
@@ -510,7 +510,7 @@ export class PgVectorStore implements VectorStore {
       if (this.readOnly) {
         throw new VectorStoreError(
           `collection ${this.collectionName} was indexed with analyzer ${reg.analyzer_version}, not ${ANALYZER_VERSION}: ` +
-            'ingest into it (or run `ai4rag check --repair`) as a writer to re-weight it',
+            're-run an ingestion into it (unchanged documents are skipped) as a writer to re-weight it',
         );
       }
       await this.refreshBm25(true);

@@ -240,9 +240,12 @@ describe.skipIf(server === undefined)('pgvector reader role on a PostgreSQL serv
     });
     const [dense, keyword, hybrid] = await searches(reader);
     const stats = await reader.termStats();
+    // The window retrieval's neighbour read.
+    const window = await reader.getChunksBySequence('leave.md', 1, 2);
 
     // Assess
     expect(log.filter((sql) => WRITES.test(sql))).toEqual([]);
+    expect(window.map((h) => h.id)).toEqual(['leave.md#1', 'leave.md#2']);
     expect(dense).toHaveLength(2);
     expect(keyword[0]?.id).toBe('expenses.md#1');
     expect(hybrid.map((h) => h.id)).toContain('travel.md#2');

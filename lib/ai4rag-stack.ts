@@ -496,6 +496,7 @@ export class Ai4ragStack extends Stack {
       generate: functions.GenerateFunction,
       documents: functions.DocumentsFunction,
       auth: config.apiAuth,
+      ...(config.corsOrigins !== undefined && { corsOrigins: config.corsOrigins }),
     });
     this.queryApi = queryApi;
     const streamUrl = streamFunction.addFunctionUrl({

@@ -73,6 +73,34 @@ const secretName = z
   );
 
 /**
+ * `corsOrigins`: browser origins allowed by CORS, as a JSON array or a comma-separated string (`-c
+ * corsOrigins=https://app.example.com`); each is `*` alone or `scheme://host[:port]` without a path. Empty: off.
+ */
+const corsOriginsSchema = z
+  .preprocess(
+    (value) =>
+      typeof value === 'string'
+        ? value
+            .split(',')
+            .map((o) => o.trim())
+            .filter((o) => o !== '')
+        : value,
+    z
+      .array(
+        z
+          .string()
+          .regex(
+            /^(\*|https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?)$/,
+            "must be '*' or an origin such as https://app.example.com (no path)",
+          ),
+      )
+      .default([]),
+  )
+  .refine((origins) => !origins.includes('*') || origins.length === 1, {
+    message: "'*' cannot be combined with other origins",
+  });
+
+/**
  * `interfaceEndpoints`: extra interface VPC endpoints, as a JSON array or a comma-separated string. An AWS
  * service is named by its short name (`bedrock-runtime`, `sagemaker.runtime`); a PrivateLink endpoint service (a
  * model server in this or another account) by its full name (`com.amazonaws.vpce.<region>.vpce-svc-…`).
@@ -183,6 +211,7 @@ export const deployContextSchema = z.object({
   ),
   interfaceEndpoints: interfaceEndpointsSchema,
   awsServiceEndpoints: contextBoolean(true),
+  corsOrigins: corsOriginsSchema,
 });
 
 /** Raw context after coercion and defaults, before cross-field rules. */
@@ -273,6 +302,8 @@ export interface DeployConfig {
   alarmEmail?: string;
   /** The pgvector network (ignored for Zilliz). */
   network: NetworkConfig;
+  /** Browser origins allowed to call the Query API (CORS); absent: CORS off. */
+  corsOrigins?: string[];
 }
 
 /** Where the pgvector database and the functions that reach it run. */
@@ -527,6 +558,7 @@ export function parseDeployConfig(
       interfaceEndpoints: ctx.interfaceEndpoints,
       awsServiceEndpoints: ctx.awsServiceEndpoints,
     },
+    ...(ctx.corsOrigins.length > 0 ? { corsOrigins: ctx.corsOrigins } : {}),
   };
 }
 

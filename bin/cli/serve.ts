@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { parsePricesEnv, parseServingPattern } from '../../functions/_shared/env.js';
-import { errorResult, jsonResponse } from '../../functions/_shared/http.js';
+import { errorResponse, errorResult, jsonResponse } from '../../functions/_shared/http.js';
 import { readStatus } from '../../functions/_shared/knowledge-base.js';
 import { bindLocalQueues, localContext, s3Notification } from '../../functions/_shared/local.js';
 import { createLocalRuntime, type LocalRuntime } from '../../functions/_shared/runtime.js';
@@ -293,6 +293,24 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         }
         const found = match(method, url.pathname);
         if (!found) {
+          // A known path with another method: 405 with Allow, as the deployed API answers.
+          const allowed = ROUTES.filter((r) => match(r.method, url.pathname)?.route === r).map(
+            (r) => r.method,
+          );
+          if (allowed.length > 0) {
+            const allow = [...new Set(allowed)].join(', ');
+            return send(
+              res,
+              method === 'OPTIONS'
+                ? { statusCode: 204, headers: { allow }, body: '' }
+                : errorResponse(
+                    405,
+                    'method_not_allowed',
+                    `${method} is not allowed on ${url.pathname} (allowed: ${allow})`,
+                    { allow },
+                  ),
+            );
+          }
           return send(
             res,
             jsonResponse(404, {

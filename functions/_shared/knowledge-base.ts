@@ -11,6 +11,7 @@
  *
  * Object layout in the artifacts store:
  * - `status/<collection>/<doc>.json` — ingestion status of a document (pending, indexed, failed);
+ * - `status/.open/<collection>/<pending|failed>/<doc>` — an empty marker per pending or failed document;
  * - `documents/<collection>/<doc>/<hash>.json` — a parsed document too large to travel in a message;
  * - `batches/<collection>/<doc>/<hash>/<n>.json` — chunk batches, with `manifest.json` and `done/<n>` markers.
  */
@@ -142,6 +143,17 @@ export async function readStatus(
   }
 }
 
+/** Statuses listed by a marker object besides the status itself (so counting them never lists every document). */
+export const OPEN_STATUSES = ['pending', 'failed'] as const;
+
+/** Prefix of the markers of the documents of one {@link OPEN_STATUSES} status (`.` keeps it off collection names). */
+export function statusMarkerPrefix(
+  collection: string,
+  status: (typeof OPEN_STATUSES)[number],
+): string {
+  return `status/.open/${collection}/${status}/`;
+}
+
 async function writeStatus(
   store: ObjectStore,
   collection: string,
@@ -151,6 +163,30 @@ async function writeStatus(
   if (status.status === 'failed') {
     for (const listener of documentFailedListeners) listener(status.documentId);
   }
+  await markStatus(store, collection, status.documentId, status.status);
+}
+
+/** Keeps one marker per pending or failed document (none for indexed or removed ones): GET /stats lists them. */
+async function markStatus(
+  store: ObjectStore,
+  collection: string,
+  documentId: string,
+  status: DocumentStatusRecord['status'] | undefined,
+): Promise<void> {
+  for (const open of OPEN_STATUSES) {
+    const key = statusMarkerPrefix(collection, open) + documentSegment(documentId);
+    if (open === status) await store.put(key, '');
+    else await store.delete(key);
+  }
+}
+
+async function deleteStatus(
+  store: ObjectStore,
+  collection: string,
+  documentId: string,
+): Promise<void> {
+  await store.delete(statusKey(collection, documentId));
+  await markStatus(store, collection, documentId, undefined);
 }
 
 /** The message the ingest step sends to the chunk queue. */
@@ -291,7 +327,7 @@ export async function removeDocument(
     // No collection yet: nothing to delete.
     if (!(error instanceof NotFoundError)) throw error;
     if (!olderThan(sequencer, await readStatus(rt.objectStore, collection, documentId))) {
-      await rt.objectStore.delete(statusKey(collection, documentId));
+      await deleteStatus(rt.objectStore, collection, documentId);
     }
     return 0;
   }
@@ -299,7 +335,7 @@ export async function removeDocument(
   const own = await store.deleteDocument(documentId, options);
   if (own < 0) return 0;
   let deleted = own;
-  await rt.objectStore.delete(statusKey(collection, documentId));
+  await deleteStatus(rt.objectStore, collection, documentId);
   // Documents created from this object's records (a .jsonl file): their records name it as source_key. Only a
   // .jsonl object has such records, so no other removal reads the document table.
   if (detectFormat(documentId) !== 'jsonl') return deleted;
@@ -308,7 +344,7 @@ export async function removeDocument(
     const n = await store.deleteDocument(record.documentId, options);
     if (n < 0) continue;
     deleted += n;
-    await rt.objectStore.delete(statusKey(collection, record.documentId));
+    await deleteStatus(rt.objectStore, collection, record.documentId);
   }
   return deleted;
 }

@@ -9,6 +9,7 @@ import {
   LEXICAL_RETRIEVAL,
   SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
+import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import {
@@ -31,12 +32,14 @@ import {
   Retriever,
   type RetrieverOptions,
 } from '../../shared/src/retrieval/retriever.js';
+import { EmbeddingModelMismatchError } from '../../shared/src/vectorstores/errors.js';
 import type {
   MetadataFilter,
   RankerStrategy,
   SearchMode,
   VectorStore,
 } from '../../shared/src/vectorstores/types.js';
+import { HttpError } from './http.js';
 import type { Runtime, RuntimeConfig } from './runtime.js';
 
 /** Retrieval fields of a request body (snake_case, as in the API). */
@@ -154,11 +157,100 @@ export function retrieverOptionsFor(
   return { ...base, searchMode, rankerStrategy, rankerK, rankerAlpha };
 }
 
-/** Opens the knowledge-base collection for reading (a missing collection is a NotFoundError → 404). */
-export async function openReader(rt: Runtime): Promise<{ store: VectorStore; embedder: Embedder }> {
-  const embedder = await rt.embedder();
-  const store = await rt.openStore(rt.config.collection, embedder);
-  return { store, embedder };
+/** The embedding model each runtime found registered per collection, so later requests open it at once. */
+const registeredModels = new WeakMap<Runtime, Map<string, string>>();
+
+/** A collection's embedding model the function cannot build (no endpoint for it): HTTP 503. */
+export class EmbeddingModelUnavailableError extends HttpError {
+  constructor(collection: string, model: string, options?: ErrorOptions) {
+    const reason = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super(
+      503,
+      'embedding_model_unavailable',
+      `collection ${collection} was embedded with "${model}", which this function cannot load${reason}`,
+      options,
+    );
+    this.name = 'EmbeddingModelUnavailableError';
+  }
+}
+
+async function embedderFor(rt: Runtime, modelId: string): Promise<Embedder> {
+  return modelId === rt.config.embeddingModel ? rt.embedder() : rt.embedder(modelId);
+}
+
+/**
+ * Opens the knowledge-base collection for reading, with the embedding model the collection registry records
+ * for it — not necessarily the function's configured one (AI4RAG_EMBEDDING_MODEL / the serving pattern), which
+ * may have changed since the collection was ingested. The configured model is tried first (the common case),
+ * then the one the store names when it refuses it; when the configured model cannot even be built, the local
+ * default embedder serves as the probe.
+ * @throws {NotFoundError} (404) for a missing collection.
+ * @throws {EmbeddingModelUnavailableError} (503) when the registered model needs an endpoint the function lacks.
+ */
+export async function openReader(
+  rt: Runtime,
+): Promise<{ store: VectorStore; embedder: Embedder; modelId: string }> {
+  const collection = rt.config.collection;
+  let known = registeredModels.get(rt);
+  if (!known) {
+    known = new Map();
+    registeredModels.set(rt, known);
+  }
+  const first = known.get(collection) ?? rt.config.embeddingModel;
+  let probe: Embedder;
+  try {
+    probe = await embedderFor(rt, first);
+  } catch (error) {
+    if (first !== rt.config.embeddingModel)
+      throw new EmbeddingModelUnavailableError(collection, first, { cause: error });
+    probe = await createEmbedder(DEFAULT_EMBEDDING_MODEL);
+  }
+  let registered: string;
+  try {
+    const store = await rt.openStore(collection, probe);
+    return { store, embedder: probe, modelId: probe.modelId };
+  } catch (error) {
+    if (!(error instanceof EmbeddingModelMismatchError)) throw error;
+    registered = error.registeredModel;
+  }
+  let embedder: Embedder;
+  try {
+    embedder = await embedderFor(rt, modelNameOf(registered));
+  } catch (error) {
+    throw new EmbeddingModelUnavailableError(collection, registered, { cause: error });
+  }
+  if (embedder.modelId !== registered) {
+    // Same model, other instruction prefixes (the id records them): the vectors would not be comparable.
+    throw new HttpError(
+      503,
+      'embedding_model_unavailable',
+      `collection ${collection} was embedded with "${registered}", but this function builds "${embedder.modelId}" for that model: set AI4RAG_EMBEDDING_PREFIXES to the collection's prefixes`,
+    );
+  }
+  const store = await rt.openStore(collection, embedder);
+  known.set(collection, registered);
+  return { store, embedder, modelId: registered };
+}
+
+/** The model name of a recorded embedding model id, without the instruction prefixes `prefixedModelId` appends. */
+function modelNameOf(modelId: string): string {
+  return modelId.replace(/ \[(query|document): ".*\]$/, '');
+}
+
+/**
+ * The runtime as a reader of its collection sees it: `embedder()` without an id gives the collection's
+ * registered model (so shared flows such as `removeDocument` open the collection with the right one).
+ */
+export function readerRuntime(rt: Runtime, modelId: string): Runtime {
+  if (modelId === rt.config.embeddingModel) return rt;
+  const view = Object.create(rt) as Runtime;
+  view.embedder = (id?: string) => rt.embedder(id ?? modelId);
+  return view;
+}
+
+/** The runtime's settings with the collection's own embedding model (its retrieval defaults follow it). */
+function configOf(rt: Runtime, embeddingModel: string): RuntimeConfig {
+  return embeddingModel === rt.config.embeddingModel ? rt.config : { ...rt.config, embeddingModel };
 }
 
 /** A retrieved chunk as the API returns it. */
@@ -182,10 +274,10 @@ export async function runSearch(
   query: string,
   request: RetrievalRequest,
 ): Promise<SearchResponse> {
-  const options = retrieverOptionsFor(rt.config, request);
+  const { store, modelId } = await openReader(rt);
+  const options = retrieverOptionsFor(configOf(rt, modelId), request);
   const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
   const reranker = plan && (await rerankerOf(rt, plan));
-  const { store } = await openReader(rt);
   const retriever = new Retriever(store, {
     ...options,
     ...(plan && { numberOfChunks: plan.candidates }),
@@ -220,10 +312,10 @@ export async function ragFor(
   rt: Runtime,
   request: RetrievalRequest,
 ): Promise<{ rag: SimpleRAG; modelId: string }> {
-  const options = retrieverOptionsFor(rt.config, request);
+  const { store, modelId: embeddingModel } = await openReader(rt);
+  const options = retrieverOptionsFor(configOf(rt, embeddingModel), request);
   const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
   const reranker = plan && (await rerankerOf(rt, plan));
-  const { store } = await openReader(rt);
   const templates = templatesFor(rt.config);
   let model = await rt.model();
   if (model.modelId === LOCAL_EXTRACTIVE_MODEL_ID) {

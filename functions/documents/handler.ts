@@ -12,15 +12,20 @@ import { detectFormat } from '../../shared/src/documents/load.js';
 import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
 import { checkObjectKey } from '../../shared/src/ports/object-store.js';
 import { mapLimit } from '../../shared/src/util/concurrency.js';
-import type { DocumentRecord } from '../../shared/src/vectorstores/types.js';
+import type { DocumentRecord, VectorStore } from '../../shared/src/vectorstores/types.js';
 import { type ApiEvent, httpHandler, jsonResponse, pathParameter } from '../_shared/http.js';
 import {
   type DocumentStatusRecord,
+  type OPEN_STATUSES,
   readStatus,
   removeDocument,
+  statusMarkerPrefix,
 } from '../_shared/knowledge-base.js';
-import { openReader } from '../_shared/query.js';
+import { openReader, readerRuntime } from '../_shared/query.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
+
+/** Status objects read at once for a page of GET /documents. */
+const STATUS_READS = 16;
 
 /** Lifetime of an upload URL: long enough to start a large PUT, short enough to be useless if leaked. */
 export const UPLOAD_URL_SECONDS = 300;
@@ -51,15 +56,81 @@ function decodeCursor(cursor: string): string {
   return text;
 }
 
-/** Records of the collection, or none when it does not exist yet. */
-async function listRecords(rt: Runtime): Promise<DocumentRecord[]> {
+/** One page of the collection's records (`limit` after `after`), or none when it does not exist yet. */
+async function listRecords(
+  rt: Runtime,
+  limit: number,
+  after: string | undefined,
+): Promise<DocumentRecord[]> {
   try {
     const { store } = await openReader(rt);
-    return await store.listDocuments();
+    return await store.listDocuments({ limit, ...(after !== undefined && { after }) });
   } catch (error) {
     if (error instanceof NotFoundError) return [];
     throw error;
   }
+}
+
+/** Ids of the documents whose status is `status`, from their markers (one list, no object read). */
+async function openIds(rt: Runtime, status: (typeof OPEN_STATUSES)[number]): Promise<string[]> {
+  const prefix = statusMarkerPrefix(rt.config.collection, status);
+  const keys = await rt.objectStore.list(prefix);
+  return keys.map((key) => {
+    const segment = key.slice(prefix.length);
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      return segment;
+    }
+  });
+}
+
+/** Ids looked up per `getDocuments` call when counting the open documents that also have a record. */
+const RECORD_BATCH = 1000;
+
+/**
+ * GET /stats: the store's SQL (or Milvus count) aggregates, and counts by status from the pending and failed
+ * markers — never one read per document. Indexed: the documents with a record, less those a newer upload made
+ * pending or whose newer version failed.
+ */
+async function statsOf(rt: Runtime) {
+  let stats: { documents: number; chunks: number; dimension: number | null; model: string | null } =
+    { documents: 0, chunks: 0, dimension: null, model: null };
+  let store: VectorStore | undefined;
+  try {
+    store = (await openReader(rt)).store;
+    const s = await store.stats();
+    stats = {
+      documents: s.documents,
+      chunks: s.chunks,
+      dimension: s.dimension,
+      model: s.embeddingModel,
+    };
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) throw error;
+  }
+  const pending = await openIds(rt, 'pending');
+  const failed = await openIds(rt, 'failed');
+  const open = [...new Set([...pending, ...failed])];
+  let openWithRecord = 0;
+  if (store) {
+    for (let i = 0; i < open.length; i += RECORD_BATCH) {
+      openWithRecord += (await store.getDocuments(open.slice(i, i + RECORD_BATCH))).size;
+    }
+  }
+  return {
+    collection: rt.config.collection,
+    store: rt.config.store,
+    documents: stats.documents,
+    chunks: stats.chunks,
+    dimension: stats.dimension,
+    embedding_model: stats.model,
+    by_status: {
+      pending: pending.length,
+      indexed: Math.max(0, stats.documents - openWithRecord),
+      failed: failed.length,
+    },
+  };
 }
 
 async function getRecord(rt: Runtime, id: string): Promise<DocumentRecord | undefined> {
@@ -109,11 +180,10 @@ async function route(rt: Runtime, event: ApiEvent) {
   if (method === 'GET' && resource === '/documents') {
     const q = parseWith(ListDocumentsQuery, event.queryStringParameters ?? {}, 'query string');
     const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    const records = (await listRecords(rt))
-      .filter((r) => after === undefined || r.documentId > after)
-      .sort((a, b) => (a.documentId < b.documentId ? -1 : a.documentId > b.documentId ? 1 : 0));
+    // One more than the page tells whether another page follows.
+    const records = await listRecords(rt, q.limit + 1, after);
     const page = records.slice(0, q.limit);
-    const statuses = await mapLimit(page, 8, (r) =>
+    const statuses = await mapLimit(page, STATUS_READS, (r) =>
       readStatus(rt.objectStore, rt.config.collection, r.documentId),
     );
     const last = page[page.length - 1];
@@ -136,7 +206,12 @@ async function route(rt: Runtime, event: ApiEvent) {
     const objectExists = await rt.documents.exists(sourceKey).catch(() => false);
     if (!record && !status && !objectExists) throw new NotFoundError(`document "${id}" not found`);
     if (objectExists) await rt.documents.delete(sourceKey);
-    const chunksDeleted = await removeDocument(rt, id);
+    // The collection's own embedding model opens it (not necessarily the configured one).
+    const reader = await openReader(rt).catch((error: unknown) => {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    });
+    const chunksDeleted = await removeDocument(reader ? readerRuntime(rt, reader.modelId) : rt, id);
     return jsonResponse(200, { document_key: id, deleted: true, chunks_deleted: chunksDeleted });
   }
   if (method === 'POST' && resource === '/uploads') {
@@ -154,48 +229,7 @@ async function route(rt: Runtime, event: ApiEvent) {
       expires_in: UPLOAD_URL_SECONDS,
     });
   }
-  if (method === 'GET' && resource === '/stats') {
-    let stats: {
-      documents: number;
-      chunks: number;
-      dimension: number | null;
-      model: string | null;
-    } = { documents: 0, chunks: 0, dimension: null, model: null };
-    try {
-      const { store } = await openReader(rt);
-      const s = await store.stats();
-      stats = {
-        documents: s.documents,
-        chunks: s.chunks,
-        dimension: s.dimension,
-        model: s.embeddingModel,
-      };
-    } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error;
-    }
-    const prefix = `status/${rt.config.collection}/`;
-    const keys = await rt.objectStore.list(prefix);
-    const byStatus: Record<string, number> = { pending: 0, indexed: 0, failed: 0 };
-    const statuses = await mapLimit(keys, 8, async (key) => {
-      try {
-        return JSON.parse(
-          new TextDecoder().decode(await rt.objectStore.get(key)),
-        ) as DocumentStatusRecord;
-      } catch {
-        return undefined;
-      }
-    });
-    for (const s of statuses) if (s) byStatus[s.status] = (byStatus[s.status] ?? 0) + 1;
-    return jsonResponse(200, {
-      collection: rt.config.collection,
-      store: rt.config.store,
-      documents: stats.documents,
-      chunks: stats.chunks,
-      dimension: stats.dimension,
-      embedding_model: stats.model,
-      by_status: byStatus,
-    });
-  }
+  if (method === 'GET' && resource === '/stats') return jsonResponse(200, await statsOf(rt));
   throw new NotFoundError(`no route ${method} ${event.path}`);
 }
 

@@ -12,7 +12,14 @@ import {
 import { ENV } from '../../shared/src/config.js';
 import { NotFoundError } from '../../shared/src/errors.js';
 import { parsePricesEnv } from '../_shared/env.js';
-import { errorResult, httpHandler, jsonResponse } from '../_shared/http.js';
+import {
+  type BudgetOptions,
+  errorResult,
+  httpHandler,
+  jsonResponse,
+  requestBudgetMs,
+  withDeadline,
+} from '../_shared/http.js';
 import {
   type AnswerHandlerOptions,
   lazyPrices,
@@ -30,28 +37,45 @@ const ENV_PRICES = () => parsePricesEnv(ENV);
  * `options.prices` prices the answers (`cost_usd`).
  * @example export const handler = createGenerateHandler(undefined, { prices: table });
  */
-export function createGenerateHandler(deps?: Partial<Runtime>, options: AnswerHandlerOptions = {}) {
+export function createGenerateHandler(
+  deps?: Partial<Runtime>,
+  options: GenerateHandlerOptions = {},
+) {
   const runtime = lazyRuntime(deps);
   const prices = lazyPrices(options.prices);
-  return httpHandler('generate', async (event) => {
+  return httpHandler('generate', async (event, context) => {
     const route = event.resource ?? event.path;
+    // Retrieval, reranking and the model share what is left of API Gateway's 29 s (and of the Lambda's own
+    // time); the model call is aborted at the deadline and a clear 504 answered before the gateway cuts.
+    const budget = requestBudgetMs(event, context, options.budget);
     if (route === '/chat' || event.path?.endsWith('/chat')) {
       const { messages, ...retrieval } = parseWith(ChatRequest, event.body, 'request body');
-      const { rag, modelId } = await ragFor(runtime(), retrieval);
-      const answer = await rag.chat(messages);
-      const body: ChatResponse = {
-        ...toGenerateResponse(answer, modelId, prices()),
-        conversation: answer.conversation,
-      };
-      return jsonResponse(200, body);
+      return withDeadline(budget, 'chat', async (signal) => {
+        const { rag, modelId } = await ragFor(runtime(), retrieval);
+        const answer = await rag.chat(messages, { signal });
+        const body: ChatResponse = {
+          ...toGenerateResponse(answer, modelId, prices()),
+          conversation: answer.conversation,
+        };
+        return jsonResponse(200, body);
+      });
     }
     if (route === '/generate' || event.path?.endsWith('/generate')) {
       const { question, ...retrieval } = parseWith(GenerateRequest, event.body, 'request body');
-      const { rag, modelId } = await ragFor(runtime(), retrieval);
-      return jsonResponse(200, toGenerateResponse(await rag.generate(question), modelId, prices()));
+      return withDeadline(budget, 'generate', async (signal) => {
+        const { rag, modelId } = await ragFor(runtime(), retrieval);
+        const answer = await rag.generate(question, { signal });
+        return jsonResponse(200, toGenerateResponse(answer, modelId, prices()));
+      });
     }
     throw new NotFoundError(`no route ${event.httpMethod} ${event.path}`);
   });
+}
+
+/** Options of {@link createGenerateHandler}. */
+export interface GenerateHandlerOptions extends AnswerHandlerOptions {
+  /** The time budget's limits (tests shrink them). @default API Gateway's 29 s, 1 s margin */
+  budget?: BudgetOptions;
 }
 
 /** Lambda entry point of /generate and /chat. */

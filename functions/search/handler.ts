@@ -2,7 +2,7 @@
  * POST /search — hits with their document key, text and score.
  */
 import { parseWith, SearchRequest } from '../../shared/src/api/schemas.js';
-import { httpHandler, jsonResponse } from '../_shared/http.js';
+import { httpHandler, jsonResponse, requestBudgetMs, withDeadline } from '../_shared/http.js';
 import { runSearch } from '../_shared/query.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 
@@ -12,9 +12,13 @@ import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
  */
 export function createSearchHandler(deps?: Partial<Runtime>) {
   const runtime = lazyRuntime(deps);
-  return httpHandler('search', async (event) => {
+  return httpHandler('search', async (event, context) => {
     const { query, ...retrieval } = parseWith(SearchRequest, event.body, 'request body');
-    return jsonResponse(200, await runSearch(runtime(), query, retrieval));
+    // Answer a clear 504 before API Gateway cuts the connection (retrieval and reranking share the budget).
+    const result = await withDeadline(requestBudgetMs(event, context), 'search', () =>
+      runSearch(runtime(), query, retrieval),
+    );
+    return jsonResponse(200, result);
   });
 }
 

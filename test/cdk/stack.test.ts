@@ -168,13 +168,24 @@ describe.each([
     // Prepare
     const methods = Object.values(ofType(s.resources, 'AWS::ApiGateway::Method'));
 
-    // Assess
-    expect(methods).toHaveLength(9);
+    // Assess: the 9 routes, and ANY (405 / 404 from the functions) on each of the 10 resources
+    expect(methods).toHaveLength(19);
     for (const method of methods) {
       expect(method.Properties?.AuthorizationType).toBe('AWS_IAM');
     }
     expect(methods.map((m) => m.Properties?.HttpMethod).sort()).toEqual(
-      ['DELETE', 'GET', 'GET', 'GET', 'GET', 'POST', 'POST', 'POST', 'POST'].sort(),
+      [
+        'DELETE',
+        'GET',
+        'GET',
+        'GET',
+        'GET',
+        'POST',
+        'POST',
+        'POST',
+        'POST',
+        ...Array<string>(10).fill('ANY'),
+      ].sort(),
     );
   });
 
@@ -574,7 +585,7 @@ describe('Ai4ragStack (API keys, OpenAI endpoint, serving pattern)', () => {
 
   it('requires an API key on every method, with a usage plan', () => {
     const methods = Object.values(ofType(s.resources, 'AWS::ApiGateway::Method'));
-    expect(methods).toHaveLength(9);
+    expect(methods).toHaveLength(19);
     for (const method of methods) {
       expect(method.Properties?.ApiKeyRequired).toBe(true);
     }

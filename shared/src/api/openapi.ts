@@ -118,8 +118,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
 }
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
-  400: 'Invalid request',
+  400: 'Invalid request (malformed JSON included)',
   401: 'Missing or wrong bearer token',
   404: 'Not found',
-  415: 'Body is not JSON',
+  405: 'Method not allowed on this path (the `Allow` header lists the allowed ones)',
+  415: 'Content-Type is not JSON',
+  503: 'The collection needs an embedding model this deployment cannot build',
+  504: 'The request ran out of its time budget (API Gateway allows 29 s)',
 };

@@ -208,10 +208,18 @@ export const DocumentSchema = z
 /** A document view, typed. */
 export type DocumentView = z.infer<typeof DocumentSchema>;
 
-/** GET /documents query string (strings coerced: API Gateway passes them as text). */
+/** Documents per GET /documents page when the request does not say. */
+export const DEFAULT_PAGE_SIZE = 100;
+/** Largest GET /documents page. */
+export const MAX_PAGE_SIZE = 1000;
+
+/**
+ * GET /documents query string (strings coerced: API Gateway passes them as text): page size and the opaque
+ * cursor of the previous page's `next_cursor`.
+ */
 export const ListDocumentsQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(1000).default(50),
+    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
     cursor: z.string().max(2048).optional(),
   })
   .meta({ id: 'ListDocumentsQuery' });
@@ -297,7 +305,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'search',
     request: SearchRequest,
     response: SearchResponse,
-    errors: [400, 401, 404, 415],
+    errors: [400, 401, 404, 405, 415, 503, 504],
   },
   {
     method: 'post',
@@ -306,7 +314,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'generate',
     request: GenerateRequest,
     response: GenerateResponse,
-    errors: [400, 401, 404, 415],
+    errors: [400, 401, 404, 405, 415, 503, 504],
   },
   {
     method: 'post',
@@ -315,7 +323,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'chat',
     request: ChatRequest,
     response: ChatResponse,
-    errors: [400, 401, 404, 415],
+    errors: [400, 401, 404, 405, 415, 503, 504],
   },
   {
     method: 'post',
@@ -324,7 +332,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'stream',
     request: GenerateRequest,
     response: z.string(),
-    errors: [400, 401, 404],
+    errors: [400, 401, 404, 503],
     stream: true,
     streamDone: StreamDoneEvent,
   },
@@ -335,7 +343,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'listDocuments',
     query: ListDocumentsQuery,
     response: ListDocumentsResponse,
-    errors: [400, 401],
+    errors: [400, 401, 405],
   },
   {
     method: 'get',
@@ -344,7 +352,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'getDocument',
     pathParams: ['id'],
     response: DocumentSchema,
-    errors: [400, 401, 404],
+    errors: [400, 401, 404, 405],
   },
   {
     method: 'delete',
@@ -353,7 +361,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'deleteDocument',
     pathParams: ['id'],
     response: DeleteDocumentResponse,
-    errors: [400, 401, 404],
+    errors: [400, 401, 404, 405],
   },
   {
     method: 'post',
@@ -362,7 +370,7 @@ export const ROUTES: readonly RouteSpec[] = [
     operationId: 'createUpload',
     request: UploadRequest,
     response: UploadResponse,
-    errors: [400, 401, 415],
+    errors: [400, 401, 405, 415],
   },
   {
     method: 'get',
@@ -370,7 +378,7 @@ export const ROUTES: readonly RouteSpec[] = [
     summary: 'Collection statistics and document counts by status',
     operationId: 'stats',
     response: StatsResponse,
-    errors: [401],
+    errors: [401, 405],
   },
   {
     method: 'get',
@@ -379,9 +387,19 @@ export const ROUTES: readonly RouteSpec[] = [
       'Liveness (authenticated like every route of the deployed API; `ai4rag serve` leaves it open)',
     operationId: 'health',
     response: HealthResponse,
-    errors: [401],
+    errors: [401, 405],
   },
 ];
+
+/**
+ * Methods a route of the API serves (upper case, `OPTIONS` excluded), or undefined for a path that is no route:
+ * the `Allow` header of a 405.
+ * @example allowedMethods('/documents/{id}') // ['GET', 'DELETE']
+ */
+export function allowedMethods(resource: string | undefined): string[] | undefined {
+  const methods = ROUTES.filter((r) => r.path === resource).map((r) => r.method.toUpperCase());
+  return methods.length > 0 ? methods : undefined;
+}
 
 /**
  * Validates a value against a schema, turning zod issues into one readable {@link ValidationError} (HTTP 400).

@@ -32,6 +32,32 @@ function toChatUsage(usage: OpenAI.CompletionUsage): ChatUsage {
   };
 }
 
+const defaultSleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `sleep(ms)`, cut short by `signal` (rejecting with its reason). */
+function abortableSleep(
+  sleep: (ms: number) => Promise<void>,
+  ms: number,
+  signal: AbortSignal,
+): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    sleep(ms).then(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /**
  * A foundation model behind any OpenAI-compatible chat-completions endpoint, like ai4rag's `OpenAIFoundationModel`.
  * The SDK's own retries are off: transient failures (429, 408, 5xx, connection errors, timeouts) are retried here
@@ -105,12 +131,18 @@ export class OpenAIFoundationModel implements FoundationModel {
   }
 
   #retrying<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const sleep = this.#retry.sleep ?? defaultSleep;
     return withRetry(
       () => {
         signal?.throwIfAborted();
         return fn();
       },
-      { ...this.#retry, isRetryable: isTransientOpenAIError },
+      {
+        ...this.#retry,
+        isRetryable: isTransientOpenAIError,
+        // A caller's deadline (its signal) also ends a backoff wait: a retry that cannot fit is never waited for.
+        ...(signal && { sleep: (ms: number) => abortableSleep(sleep, ms, signal) }),
+      },
     );
   }
 

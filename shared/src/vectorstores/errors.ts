@@ -1,5 +1,5 @@
 import { Ai4ragError, ValidationError } from '../errors.js';
-import type { DocumentRecord } from './types.js';
+import { type DocumentRecord, MAX_LIST_PAGE } from './types.js';
 
 /**
  * A vector-store operation failed (SQL error, incompatible collection, closed store). Foreign errors are kept in
@@ -9,6 +9,25 @@ export class VectorStoreError extends Ai4ragError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'VectorStoreError';
+  }
+}
+
+/**
+ * A collection was embedded with another model than the store was opened with. Readers open it again with
+ * `registeredModel` (the collection registry's record) instead of failing every query.
+ */
+export class EmbeddingModelMismatchError extends VectorStoreError {
+  readonly collection: string;
+  /** The embedding model the collection's vectors come from. */
+  readonly registeredModel: string;
+  /** The model of the embedder the store was opened with. */
+  readonly requestedModel: string;
+  constructor(collection: string, registeredModel: string, requestedModel: string) {
+    super(`collection ${collection} was embedded with ${registeredModel}, not ${requestedModel}`);
+    this.name = 'EmbeddingModelMismatchError';
+    this.collection = collection;
+    this.registeredModel = registeredModel;
+    this.requestedModel = requestedModel;
   }
 }
 
@@ -58,6 +77,19 @@ export function checkDocumentRecord(record: DocumentRecord): void {
   if (!Number.isInteger(record.chunkCount) || Number.isNaN(Date.parse(record.updatedAt))) {
     throw new VectorStoreError(
       `document ${record.documentId}: chunkCount must be an integer and updatedAt an ISO timestamp`,
+    );
+  }
+}
+
+/**
+ * Validates a {@link ListDocumentsOptions.limit} (both stores check the same rule).
+ * @throws {VectorStoreError} for a limit that is not an integer in 1..{@link MAX_LIST_PAGE}.
+ */
+export function checkListLimit(limit: number | undefined): void {
+  if (limit === undefined) return;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_PAGE) {
+    throw new VectorStoreError(
+      `listDocuments limit must be an integer from 1 to ${MAX_LIST_PAGE}, got ${String(limit)}`,
     );
   }
 }

@@ -149,6 +149,17 @@ export interface IntegrityReport {
   repaired?: { chunksDeleted: number; writesSwept: number; recordsFixed: number };
 }
 
+/** Largest page {@link VectorStore.listDocuments} returns. */
+export const MAX_LIST_PAGE = 10_000;
+
+/** Options of {@link VectorStore.listDocuments}: one page of records. */
+export interface ListDocumentsOptions {
+  /** At most this many records (1..{@link MAX_LIST_PAGE}). @default every record */
+  limit?: number;
+  /** Only documents whose id sorts after this one (the last id of the previous page). */
+  after?: string;
+}
+
 export interface CollectionStats {
   collection: string;
   documents: number;
@@ -218,7 +229,12 @@ export interface VectorStore {
   getDocument(documentId: string): Promise<DocumentRecord | undefined>;
   /** Records of several documents, keyed by id (unknown ids are absent). */
   getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>>;
-  listDocuments(): Promise<DocumentRecord[]>;
+  /**
+   * Document records ordered by id: all of them, or one page (`limit` records whose id sorts after `after`, in the
+   * store's own order, so that the last id of a page is the next page's `after`).
+   * @throws {VectorStoreError} for a `limit` that is not an integer in 1..{@link MAX_LIST_PAGE}.
+   */
+  listDocuments(options?: ListDocumentsOptions): Promise<DocumentRecord[]>;
   stats(): Promise<CollectionStats>;
   /**
    * Term rarity over the collection's chunks, from the keyword index's own statistics (the local extractive model

@@ -7,7 +7,10 @@ import {
   resolvePrefixes,
 } from '../../../shared/src/embeddings/prefixes.js';
 import { ValidationError } from '../../../shared/src/errors.js';
-import { VectorStoreError } from '../../../shared/src/vectorstores/errors.js';
+import {
+  EmbeddingModelMismatchError,
+  VectorStoreError,
+} from '../../../shared/src/vectorstores/errors.js';
 import { PgVectorStore } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { openPglite } from '../../../shared/src/vectorstores/sql-client.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../support/fake-openai-server.js';
@@ -233,10 +236,13 @@ describe('OpenAIEmbedder with instruction prefixes (against the fake server)', (
 
       // Assess
       await expect(outcome).rejects.toThrow(
-        new VectorStoreError(
-          'collection ai4rag_prefix_test was embedded with intfloat/e5-base-v2, not intfloat/e5-base-v2 [query: "query: ", document: "passage: "]',
+        new EmbeddingModelMismatchError(
+          'ai4rag_prefix_test',
+          'intfloat/e5-base-v2',
+          'intfloat/e5-base-v2 [query: "query: ", document: "passage: "]',
         ),
       );
+      await expect(outcome).rejects.toBeInstanceOf(VectorStoreError);
     } finally {
       await client.close();
     }

@@ -47,11 +47,14 @@ describe('docs/openapi.json', () => {
       '400',
       '401',
       '404',
+      '405',
       '415',
+      '503',
+      '504',
     ]);
     // The deployed API authenticates every route, /health included: no route opts out of the global security.
     expect(doc.paths['/health']?.get?.security).toBeUndefined();
-    expect(Object.keys(doc.paths['/health']?.get?.responses ?? {})).toEqual(['200', '401']);
+    expect(Object.keys(doc.paths['/health']?.get?.responses ?? {})).toEqual(['200', '401', '405']);
     expect(JSON.stringify(doc)).not.toContain('$defs');
   });
 });

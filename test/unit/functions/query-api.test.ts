@@ -92,15 +92,15 @@ describe('query API handlers', () => {
     expect(error.message).toContain(field);
   });
 
-  it('answers 415 for a body that is not JSON', async () => {
+  it('answers 400 for a body that is not valid JSON', async () => {
     // Act
     const out = await search(withBody('apigw-search', '{"query": '), context);
 
     // Assess
-    expect(out.statusCode).toBe(415);
-    expect(parse(out)).toEqual({
-      error: { code: 'unsupported_media_type', message: 'Invalid or malformed JSON was provided' },
-    });
+    expect(out.statusCode).toBe(400);
+    const error = (parse(out) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('invalid_json');
+    expect(error.message).toMatch(/^request body is not valid JSON/);
   });
 
   it('answers 404 when the collection does not exist', async () => {

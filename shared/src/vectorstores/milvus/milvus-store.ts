@@ -12,6 +12,8 @@ import { normalizedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import {
   checkDocumentRecord,
+  checkListLimit,
+  EmbeddingModelMismatchError,
   VectorStoreConfigError,
   VectorStoreError,
   WriteEndedError,
@@ -37,6 +39,7 @@ import type {
   DocumentRecord,
   EmbeddedChunk,
   IntegrityReport,
+  ListDocumentsOptions,
   MetadataFilter,
   SearchHit,
   SearchParams,
@@ -213,6 +216,11 @@ const docKey = (documentId: string): string => `d:${documentId}`;
 const writeKey = (version: string): string => `w:${version}`;
 /** Primary key of a chunk row: versions never contain `|`, so `<version>|<id>` is unambiguous. */
 const rowPk = (version: string, chunkId: string): string => `${version}|${chunkId}`;
+
+/** Orders records by id in code-unit order (Milvus compares strings by bytes; ids of one page agree). */
+function byDocumentId(a: DocumentRecord, b: DocumentRecord): number {
+  return a.documentId < b.documentId ? -1 : a.documentId > b.documentId ? 1 : 0;
+}
 
 function toDocumentRecord(row: DocRow): DocumentRecord {
   return {
@@ -523,6 +531,14 @@ export class MilvusVectorStore implements VectorStore {
     const pk = schema.fields?.find((f) => f.is_primary_key);
     const hasVersion = schema.fields?.some((f) => f.name === 'version') ?? false;
     if (pk?.name !== 'pk' || !hasVersion) throw this.legacyLayout(this.collectionName);
+    // The model first: a reader told which model the collection holds can reopen it with that one.
+    if (meta.embedding_model !== this.embedder.modelId) {
+      throw new EmbeddingModelMismatchError(
+        this.collectionName,
+        String(meta.embedding_model),
+        this.embedder.modelId,
+      );
+    }
     const dim = Number(vector.type_params?.find((p) => p.key === 'dim')?.value);
     if (dim !== this.dimension) {
       throw new VectorStoreError(
@@ -532,11 +548,6 @@ export class MilvusVectorStore implements VectorStore {
     if (meta.distance !== this.distance) {
       throw new VectorStoreError(
         `collection ${this.collectionName} uses distance ${String(meta.distance)}, not ${this.distance}`,
-      );
-    }
-    if (meta.embedding_model !== this.embedder.modelId) {
-      throw new VectorStoreError(
-        `collection ${this.collectionName} was embedded with ${String(meta.embedding_model)}, not ${this.embedder.modelId}`,
       );
     }
   }
@@ -1722,25 +1733,25 @@ export class MilvusVectorStore implements VectorStore {
   }
 
   /**
-   * All document records, ordered by id.
-   * @throws {VectorStoreError} when the collection holds more records than Milvus' query window.
+   * Document records ordered by id: a page is one limited query (`key > "d:<after>"`; Milvus returns a limited
+   * query's rows in primary-key order, and every record key is `d:` + its id).
+   * @throws {VectorStoreError} when all records are asked of a collection holding more than Milvus' query window.
    */
-  async listDocuments(): Promise<DocumentRecord[]> {
+  async listDocuments(options: ListDocumentsOptions = {}): Promise<DocumentRecord[]> {
     this.assertOpen();
-    const rows = await this.query<DocRow>(
-      this.docsCollection,
+    checkListLimit(options.limit);
+    const filter = andExpr(
       `kind == ${milvusLiteral(KIND_DOC)}`,
-      DOC_FIELDS,
-      MILVUS_QUERY_WINDOW,
+      options.after === undefined ? '' : `key > ${milvusLiteral(docKey(options.after))}`,
     );
-    if (rows.length >= MILVUS_QUERY_WINDOW) {
+    const limit = options.limit ?? MILVUS_QUERY_WINDOW;
+    const rows = await this.query<DocRow>(this.docsCollection, filter, DOC_FIELDS, limit);
+    if (options.limit === undefined && rows.length >= MILVUS_QUERY_WINDOW) {
       throw new VectorStoreError(
         `collection ${this.collectionName} holds ${MILVUS_QUERY_WINDOW} or more documents; listing is limited to fewer`,
       );
     }
-    return rows
-      .map(toDocumentRecord)
-      .sort((a, b) => (a.documentId < b.documentId ? -1 : a.documentId > b.documentId ? 1 : 0));
+    return rows.map(toDocumentRecord).sort(byDocumentId);
   }
 
   /**

@@ -8,6 +8,7 @@ import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
 import {
   checkDocumentRecord,
   checkListLimit,
+  EmbeddingModelMismatchError,
   VectorStoreConfigError,
   VectorStoreError,
   WriteEndedError,
@@ -571,6 +572,14 @@ export class PgVectorStore implements VectorStore {
 
   /** Refuses to mix vectors: the registry row must match this store's dimension, distance and model. */
   private checkCompatible(row: RegistryRow): void {
+    // The model first: a reader told which model the collection holds can reopen it with that one.
+    if (row.embedding_model !== this.embedder.modelId) {
+      throw new EmbeddingModelMismatchError(
+        this.collectionName,
+        row.embedding_model,
+        this.embedder.modelId,
+      );
+    }
     if (row.dimension !== this.dimension) {
       throw new VectorStoreError(
         `collection ${this.collectionName} holds ${row.dimension}-dimensional vectors; the embedder produces ${this.dimension}`,
@@ -579,11 +588,6 @@ export class PgVectorStore implements VectorStore {
     if (row.distance !== this.distance) {
       throw new VectorStoreError(
         `collection ${this.collectionName} uses distance ${row.distance}, not ${this.distance}`,
-      );
-    }
-    if (row.embedding_model !== this.embedder.modelId) {
-      throw new VectorStoreError(
-        `collection ${this.collectionName} was embedded with ${row.embedding_model}, not ${this.embedder.modelId}`,
       );
     }
   }

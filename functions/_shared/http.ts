@@ -245,8 +245,13 @@ function cors(origins: readonly string[]): MiddlewareObj<ApiEvent, ApiResult> {
 function errorMapping(): MiddlewareObj<ApiEvent, ApiResult> {
   return {
     onError: async (request) => {
-      request.response = errorResult(request.error, (error) =>
-        powertools().logger.error('unhandled error', { error: error as Error }),
+      const { error } = request;
+      // Exposed 5xx (504 timeout, 503 model unavailable) are the operator's business too.
+      if (error instanceof HttpError && error.statusCode >= 500) {
+        powertools().logger.warn('request failed', { error, statusCode: error.statusCode });
+      }
+      request.response = errorResult(error, (unhandled) =>
+        powertools().logger.error('unhandled error', { error: unhandled as Error }),
       );
     },
   };
@@ -337,7 +342,7 @@ export async function withDeadline<T>(
   const seconds = (Math.max(0, budgetMs) / 1000).toFixed(1);
   const error = () =>
     new DeadlineExceededError(
-      `${what} did not finish within its time budget (${seconds} s, inside API Gateway's ${GATEWAY_TIMEOUT_MS / 1000} s limit); try a smaller k, no reranking, or the streaming endpoint`,
+      `${what} did not finish within its time budget (${seconds} s, inside API Gateway's ${GATEWAY_TIMEOUT_MS / 1000} s limit); try a smaller k or no reranking${what === 'search' ? '' : ', or the streaming endpoint'}`,
     );
   if (!(budgetMs > 0)) throw error();
   const controller = new AbortController();

@@ -17,6 +17,7 @@ import {
   errorResult,
   httpHandler,
   jsonResponse,
+  parseJsonBody,
   requestBudgetMs,
   withDeadline,
 } from '../_shared/http.js';
@@ -101,15 +102,12 @@ export async function streamAnswer(
 ): Promise<void> {
   let out = stream;
   try {
-    const text = event.isBase64Encoded
-      ? Buffer.from(event.body ?? '', 'base64').toString('utf8')
-      : (event.body ?? '');
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      raw = undefined;
-    }
+    // The same 400 invalid_json as the API routes (the Function URL checks no content type).
+    const raw = parseJsonBody({
+      headers: {},
+      body: event.body ?? null,
+      isBase64Encoded: event.isBase64Encoded,
+    });
     const { question, ...retrieval } = parseWith(GenerateRequest, raw, 'request body');
     const { rag, modelId } = await ragFor(rt, retrieval);
     out = onStatus(200, 'text/event-stream');

@@ -15,7 +15,7 @@ import {
 import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
 import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
 import { createDocumentsHandler } from '../../../functions/documents/handler.js';
-import { createGenerateHandler } from '../../../functions/generate/handler.js';
+import { createGenerateHandler, streamAnswer } from '../../../functions/generate/handler.js';
 import { createSearchHandler } from '../../../functions/search/handler.js';
 import { createEmbedder } from '../../../shared/src/embeddings/factory.js';
 import { OpenAIFoundationModel } from '../../../shared/src/generation/openai-model.js';
@@ -111,6 +111,25 @@ describe('request bodies', () => {
 
     // Assess
     expect(out.statusCode).toBe(200);
+  });
+});
+
+describe('the streaming answer (Function URL)', () => {
+  it('answers 400 invalid_json, before any event, for a malformed body', async () => {
+    // Prepare
+    const written: string[] = [];
+    let status = 0;
+    const stream = { write: (chunk: string) => written.push(chunk), end: () => undefined };
+
+    // Act
+    await streamAnswer(rt, { body: '{"question":', isBase64Encoded: false }, stream, (code) => {
+      status = code;
+      return stream;
+    });
+
+    // Assess
+    expect(status).toBe(400);
+    expect(JSON.parse(written.join('')).error.code).toBe('invalid_json');
   });
 });
 

@@ -35,6 +35,7 @@ import { compareSequencers } from '../../shared/src/vectorstores/staged.js';
 import type {
   DocumentRecord,
   EmbeddedChunk,
+  IndexBuildResult,
   VectorStore,
   VersionedCommit,
 } from '../../shared/src/vectorstores/types.js';
@@ -594,6 +595,29 @@ export interface EmbedBatchResult {
   committed: boolean;
   /** Why nothing was stored: the write had ended (a redelivery), or the batch's document is poison (marked failed). */
   skipped?: 'ended' | 'poison';
+  /** What the ANN index step after a knowledge-base commit did (see {@link ensureIndex}). */
+  index?: IndexOutcome;
+}
+
+/** The ANN index step's outcome: the store's result, or why the attempt failed (retried by the next commit). */
+export type IndexOutcome = IndexBuildResult | { built: false; error: string };
+
+/**
+ * Builds the collection's ANN index once it is large enough, here at ingest time and never inside a search: the
+ * store decides (its threshold; `exists` costs two small queries once built), builds concurrently on a server with
+ * a lock timeout and one builder per collection (a concurrent commit gets `being built by another session`). A
+ * failure (lock timeout, the function's time running out) fails nothing: the document is committed, searches scan
+ * exactly meanwhile, and the next commit tries again (an invalid leftover index is dropped first). A collection
+ * grown past the threshold before this existed, or far beyond what one invocation can build, is indexed by
+ * `ai4rag index`.
+ */
+export async function ensureIndex(store: VectorStore): Promise<IndexOutcome | undefined> {
+  if (store.buildIndex === undefined) return undefined;
+  try {
+    return await store.buildIndex();
+  } catch (error) {
+    return { built: false, error: (error as Error).message };
+  }
 }
 
 /**
@@ -682,5 +706,6 @@ export async function embedBatch(
       }
     }
   }
-  return { ...base, chunks: records.length, committed };
+  const index = committed && batch.manifestKey !== undefined ? await ensureIndex(store) : undefined;
+  return { ...base, chunks: records.length, committed, ...(index !== undefined && { index }) };
 }

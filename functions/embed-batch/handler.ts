@@ -14,7 +14,7 @@ import {
   embedBatch,
   onDocumentFailed,
 } from '../_shared/knowledge-base.js';
-import { countFailedDocument, countFailedRecords } from '../_shared/powertools.js';
+import { countFailedDocument, countFailedRecords, powertools } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 
 /** The optimizer's direct invocation. */
@@ -55,7 +55,16 @@ export function createEmbedBatchHandler(deps?: Partial<Runtime>) {
         throw new ValidationError(`message ${record.messageId} is not JSON`, { cause: error });
       }
       const { batchKey } = parseWith(EmbedMessageSchema, body, 'embed message');
-      await embedBatch(runtime(), batchKey);
+      const { index, collection } = await embedBatch(runtime(), batchKey);
+      // The ANN index is built here, after a commit, never in a search; a failed attempt is retried later.
+      if (index !== undefined && 'error' in index) {
+        powertools().logger.warn('ANN index build failed; the next commit retries', {
+          collection,
+          error: index.error,
+        });
+      } else if (index?.built) {
+        powertools().logger.info('ANN index built', { collection, ...index });
+      }
     }),
   );
   return async (

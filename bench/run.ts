@@ -9,10 +9,15 @@
  *    statements the search issued (recorded), replayed with the same parameters on the same connection.
  *    Ratio = ours / raw (1.0 = no overhead beyond the SQL).
  *
+ * 3. Optimizer efficiency on a recorded score table.
+ * 4. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
+ *    a fresh `node` takes to import it (bench/bundles.ts). `npm run bench -- --bundles` runs this section alone.
+ *
  * PostgreSQL comes from PGVECTOR_HOST/PORT/DB/USER/PASSWORD, or is started with ../shared/tools/pg-with-pgvector
  * when running as root; without either, its rows are reported as skipped.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -34,6 +39,7 @@ import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
 import type { SearchParams } from '../shared/src/vectorstores/types.js';
+import { buildBundle, coldImportMs, type FunctionBundle, functionBundles } from './bundles.js';
 import { startPostgres } from './postgres.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -41,6 +47,8 @@ const DATA = resolve(ROOT, '../shared/data');
 const MAX_DOCS = Number(ENV.BENCH_MAX_DOCS ?? 3000);
 const QUERIES = Number(ENV.BENCH_QUERIES ?? 150);
 const ROUNDS = Number(ENV.BENCH_ROUNDS ?? 3);
+/** Fresh processes per bundle for the cold import time (its median is reported). */
+const IMPORT_RUNS = Number(ENV.BENCH_IMPORT_RUNS ?? 3);
 
 interface Recorded {
   text: string;
@@ -344,4 +352,50 @@ function optimizerRatios(): void {
   }
 }
 
-await main();
+/**
+ * Every function of both store variants: its bundle's size (the whole asset: no source map) and the median time a
+ * fresh `node` with a minimal environment takes to import it, over {@link IMPORT_RUNS} processes. Functions that
+ * share an entry and contents (GenerateFunction and its streaming twin) are built once.
+ */
+async function bundleSizes(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'ai4rag-bundles-'));
+  try {
+    const built = new Map<string, { bytes: number; importMs: number }>();
+    console.log(
+      `\nbundle  ${'variant'.padEnd(8)} ${'function'.padEnd(28)} ${'store'.padEnd(8)} models ${'size'.padStart(9)}  cold import (median of ${IMPORT_RUNS})`,
+    );
+    for (const variant of ['pgvector', 'zilliz'] as const) {
+      for (const fn of functionBundles(variant)) {
+        const key = JSON.stringify([variant, fn.entry, fn.contents]);
+        let result = built.get(key);
+        if (result === undefined) {
+          result = await measureBundle(fn, join(dir, variant, fn.id));
+          built.set(key, result);
+        }
+        console.log(
+          `bundle  ${variant.padEnd(8)} ${fn.id.padEnd(28)} ${(fn.contents.vectorStore ?? '-').padEnd(8)} ${(fn.contents.remoteModels ? 'remote' : 'local').padEnd(6)} ${`${fmt(result.bytes / 1e6)} MB`.padStart(9)}  ${fmt(result.importMs, 0).padStart(5)} ms`,
+        );
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function measureBundle(
+  fn: FunctionBundle,
+  outdir: string,
+): Promise<{ bytes: number; importMs: number }> {
+  const bundle = await buildBundle(fn, outdir);
+  const times: number[] = [];
+  for (let i = 0; i < IMPORT_RUNS; i += 1) times.push(await coldImportMs(bundle.file, ENV));
+  times.sort((a, b) => a - b);
+  return { bytes: bundle.bytes, importMs: percentile(times, 50) };
+}
+
+if (process.argv.includes('--bundles')) {
+  await bundleSizes();
+} else {
+  await main();
+  await bundleSizes();
+}

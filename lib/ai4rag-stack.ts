@@ -386,6 +386,11 @@ export class Ai4ragStack extends Stack {
           ...(RERANK_FUNCTIONS.has(fnId) ? rerankEnvironment : {}),
         },
         ...(plan.store && store.placement !== undefined ? { vpc: store.placement } : {}),
+        // Only the store and models the plan grants are bundled (functions/_shared/bundle.ts).
+        bundle: {
+          ...(plan.store && { vectorStore: config.vectorStore }),
+          remoteModels: plan.model,
+        },
       };
       const fn = createNodeFunction(this, fnId, spec);
       if (plan.store) store.grantAccess(fn, plan.store);

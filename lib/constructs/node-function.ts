@@ -7,9 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { type CfnResource, type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { type BundlingOptions, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import type { DeployConfig } from '../config.js';
 
 /** Repository root (the folder holding package.json and package-lock.json). */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -24,6 +25,62 @@ export const ESM_REQUIRE_BANNER =
 /** Template metadata key holding a function's source entry (relative to the repository root). */
 export const ENTRY_METADATA_KEY = 'ai4rag:entry';
 
+/** Template metadata key holding what a function's bundle holds ({@link BundleContents}). */
+export const BUNDLE_METADATA_KEY = 'ai4rag:bundle';
+
+/**
+ * What a function's bundle holds besides its handler's own code; the rest is left out of it (see
+ * `functions/_shared/bundle.ts`, which reads the constants {@link bundlingOptions} defines).
+ */
+export interface BundleContents {
+  /**
+   * The vector store the function opens: the stack's variant, for functions with store access.
+   * @default no store (the bundle carries neither pg nor the Milvus SDK)
+   */
+  readonly vectorStore?: DeployConfig['vectorStore'];
+  /**
+   * Whether the function calls OpenAI-compatible models (embedders, chat, judge).
+   * @default false (the bundle carries no OpenAI SDK; local models only)
+   */
+  readonly remoteModels?: boolean;
+}
+
+/**
+ * The esbuild settings of every function: ESM for Node 22, minified, no source map, and the constants that tell
+ * `functions/_shared/bundle.ts` which store and models the bundle holds. The one source of these options: the
+ * stack passes them to NodejsFunction, `npm run bench` and the bundle tests build with them.
+ * @example new NodejsFunction(scope, id, { entry, bundling: bundlingOptions({ vectorStore: 'pgvector' }) });
+ */
+export function bundlingOptions(contents: BundleContents): BundlingOptions {
+  return {
+    format: OutputFormat.ESM,
+    target: 'node22',
+    platform: 'node',
+    minify: true,
+    // No source map: a full map is 4-5x the bundle (14-20 MB), is shipped in the asset and unpacked in every
+    // container, and with --enable-source-maps Node parses it at the first stack trace (time and memory in the
+    // request that failed). Errors are logged with their message, name and cause chain; to read a minified
+    // stack, rebuild the same commit with a map (esbuild's output is deterministic).
+    sourceMap: false,
+    mainFields: ['module', 'main'],
+    banner: ESM_REQUIRE_BANNER,
+    // Bundle the AWS SDK too (the pinned versions, not the runtime's); pg-native is an optional
+    // add-on of pg that is only required when asked for.
+    externalModules: ['pg-native'],
+    define: {
+      AI4RAG_BUNDLE_STORE: JSON.stringify(
+        contents.vectorStore === undefined
+          ? 'none'
+          : contents.vectorStore === 'zilliz'
+            ? 'milvus'
+            : 'pgvector',
+      ),
+      AI4RAG_BUNDLE_REMOTE_MODELS: JSON.stringify(contents.remoteModels ?? false),
+    },
+    forceDockerBundling: false,
+  };
+}
+
 /** What differs between functions: the handler folder, sizing, and the environment. */
 export interface NodeFunctionSpec {
   /** Folder under functions/ holding handler.ts (e.g. 'embed-batch'). */
@@ -36,6 +93,11 @@ export interface NodeFunctionSpec {
   environment: Record<string, string>;
   /** Set to place the function in the VPC (pgvector variant, functions that reach the database). */
   vpc?: { vpc: ec2.IVpc; subnets: ec2.SubnetSelection; securityGroup: ec2.ISecurityGroup };
+  /**
+   * What its bundle holds (store, remote models).
+   * @default neither a store nor remote models
+   */
+  bundle?: BundleContents;
 }
 
 /**
@@ -47,6 +109,7 @@ export function createNodeFunction(
   id: string,
   spec: NodeFunctionSpec,
 ): NodejsFunction {
+  const bundle = spec.bundle ?? {};
   const logGroup = new LogGroup(scope, `${id}Logs`, {
     retention: RetentionDays.ONE_MONTH,
     removalPolicy: RemovalPolicy.DESTROY,
@@ -65,7 +128,6 @@ export function createNodeFunction(
     logGroup,
     loggingFormat: LoggingFormat.JSON,
     environment: {
-      NODE_OPTIONS: '--enable-source-maps',
       POWERTOOLS_SERVICE_NAME: 'ai4rag',
       POWERTOOLS_METRICS_NAMESPACE: 'Ai4rag',
       POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -78,24 +140,18 @@ export function createNodeFunction(
           securityGroups: [spec.vpc.securityGroup],
         }
       : {}),
-    bundling: {
-      format: OutputFormat.ESM,
-      target: 'node22',
-      platform: 'node',
-      minify: true,
-      sourceMap: true,
-      mainFields: ['module', 'main'],
-      banner: ESM_REQUIRE_BANNER,
-      // Bundle the AWS SDK too (the pinned versions, not the runtime's); pg-native is an optional
-      // add-on of pg that is only required when asked for.
-      externalModules: ['pg-native'],
-      forceDockerBundling: false,
-    },
+    bundling: bundlingOptions(bundle),
   });
   // The handler's source entry, in the template: the template-driven tests build each function from it.
   (fn.node.defaultChild as CfnResource).addMetadata(
     ENTRY_METADATA_KEY,
     `functions/${spec.folder}/handler.ts`,
   );
+  // What the bundle holds: `npm run bench` and the bundle tests build each function from the template with it.
+  const contents: BundleContents = {
+    ...(bundle.vectorStore !== undefined && { vectorStore: bundle.vectorStore }),
+    remoteModels: bundle.remoteModels ?? false,
+  };
+  (fn.node.defaultChild as CfnResource).addMetadata(BUNDLE_METADATA_KEY, contents);
   return fn;
 }

@@ -269,6 +269,8 @@ export class VectorStore extends Construct implements VectorStoreAccess {
       timeout: Duration.minutes(2),
       environment: {},
       vpc: this.placement,
+      // It connects with pg directly, not through the runtime: the bundle needs neither store nor models.
+      bundle: {},
     });
     for (const secret of [master, writerSecret, readerSecret]) secret.grantRead(dbInit);
     this.dbInitFunction = dbInit;

@@ -1,14 +1,8 @@
-import { ValidationError } from '../errors.js';
-import {
-  FEATURE_HASH_DEFAULT_DIMENSION,
-  FEATURE_HASH_MODEL_PREFIX,
-  FeatureHashEmbedder,
-} from './feature-hash.js';
+import { createLocalEmbedder, embeddingModelId, missingEndpointError } from './local.js';
 import { OpenAIEmbedder, type OpenAIEmbedderOptions } from './openai.js';
 import type { Embedder } from './types.js';
 
-/** The embedded default: local feature hashing, 384 dimensions, no model files and no network. */
-export const DEFAULT_EMBEDDING_MODEL = `${FEATURE_HASH_MODEL_PREFIX}${FEATURE_HASH_DEFAULT_DIMENSION}`;
+export { DEFAULT_EMBEDDING_MODEL } from './local.js';
 
 /** Options of {@link createEmbedder}. */
 export interface CreateEmbedderOptions {
@@ -19,8 +13,6 @@ export interface CreateEmbedderOptions {
    */
   openai?: Omit<OpenAIEmbedderOptions, 'model'>;
 }
-
-const LOCAL_MODEL = /^local\/feature-hash-v1-(\d+)$/;
 
 /**
  * Turns a model id into a ready embedder, so configs and the CLI name embedders by id only:
@@ -38,25 +30,12 @@ export async function createEmbedder(
   spec: string,
   options: CreateEmbedderOptions = {},
 ): Promise<Embedder> {
-  const id = typeof spec === 'string' ? spec.trim() : '';
-  if (id === '') throw new ValidationError('embedding model id must be a non-empty string');
-  if (id === 'local') return new FeatureHashEmbedder();
-  const local = LOCAL_MODEL.exec(id);
-  if (local) return new FeatureHashEmbedder({ dimension: Number(local[1]) });
-  if (id.startsWith('local/') || id.startsWith('local:')) {
-    throw new ValidationError(
-      `unknown local embedding model "${id}": use "local" or "local/feature-hash-v1-<dimension>"`,
-    );
-  }
+  const id = embeddingModelId(spec);
+  const local = createLocalEmbedder(id);
+  if (local) return local;
   const connection = options.openai;
   if (!connection?.client && (!connection?.baseURL || !connection.apiKey)) {
-    const missing = [
-      connection?.baseURL ? undefined : 'OPENAI_BASE_URL (baseURL)',
-      connection?.apiKey ? undefined : 'OPENAI_API_KEY (apiKey)',
-    ].filter((x) => x !== undefined);
-    throw new ValidationError(
-      `embedding model "${id}" is not local, so it needs an OpenAI-compatible endpoint: set ${missing.join(' and ')}, or use "${DEFAULT_EMBEDDING_MODEL}"`,
-    );
+    throw missingEndpointError(id, connection);
   }
   return OpenAIEmbedder.create({ ...connection, model: id });
 }

@@ -1,10 +1,10 @@
 import OpenAI, { APIError } from 'openai';
 import { ValidationError } from '../errors.js';
 import { batches, mapLimit } from '../util/concurrency.js';
-import { describeApiError } from '../util/openai-errors.js';
+import { describeApiError, isTransientOpenAIError } from '../util/openai-errors.js';
 import type { OpenAIConnectionOptions } from '../util/openai-options.js';
 import { positiveInteger } from '../util/options.js';
-import { isTransientOpenAIError, withRetry } from '../util/retry.js';
+import { withRetry } from '../util/retry.js';
 import { withOpenAIErrorEnvelope } from './error-envelope.js';
 import { EmbeddingError } from './errors.js';
 import { type EmbeddingPrefixes, prefixedModelId, resolvePrefixes } from './prefixes.js';

@@ -1,10 +1,10 @@
 import OpenAI, { APIUserAbortError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ValidationError } from '../errors.js';
-import { describeApiError } from '../util/openai-errors.js';
+import { describeApiError, isTransientOpenAIError } from '../util/openai-errors.js';
 import type { OpenAIConnectionOptions } from '../util/openai-options.js';
 import { positiveInteger } from '../util/options.js';
-import { isTransientOpenAIError, withRetry } from '../util/retry.js';
+import { withRetry } from '../util/retry.js';
 import { GenerationError } from './errors.js';
 import type { ChatMessage, ChatOptions, ChatResult, ChatUsage, FoundationModel } from './types.js';
 

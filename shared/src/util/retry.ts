@@ -1,4 +1,3 @@
-import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { ValidationError } from '../errors.js';
 
 /** Options of {@link withRetry}. Delays are in milliseconds. */
@@ -44,7 +43,7 @@ const defaultSleep = (ms: number): Promise<void> =>
  * @throws whatever `fn` threw last; {@link ValidationError} for invalid options.
  * @example
  * const res = await withRetry(() => client.embeddings.create(req), {
- *   maxRetries: 5, baseDelayMs: 500, maxDelayMs: 20_000, isRetryable: isTransientOpenAIError,
+ *   maxRetries: 5, baseDelayMs: 500, maxDelayMs: 20_000, isRetryable: isTransientOpenAIError, // openai-errors.ts
  * });
  */
 export async function withRetry<T>(
@@ -113,19 +112,4 @@ export function retryAfterMs(err: unknown, now: number = Date.now()): number | u
   if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined;
   const date = Date.parse(after);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-/**
- * True for failures that may succeed on a later attempt: rate limiting (429), request timeout (408), server
- * errors (status >= 500), and connection errors or timeouts. False for client errors (400, 401, 403, 404, 422,
- * ...), a caller's abort, and anything that is not an openai `APIError`: retrying those only wastes time.
- * @example isTransientOpenAIError(new RateLimitError(429, undefined, 'slow down', new Headers())) // true
- */
-export function isTransientOpenAIError(err: unknown): boolean {
-  if (!(err instanceof APIError)) return false;
-  if (err instanceof APIUserAbortError) return false;
-  if (err instanceof APIConnectionError) return true;
-  const status = err.status;
-  if (typeof status !== 'number') return false;
-  return status === 408 || status === 429 || status >= 500;
 }

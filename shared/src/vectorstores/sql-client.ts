@@ -3,8 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite-pgvector';
+import type { PGlite, Transaction } from '@electric-sql/pglite';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { PgliteConfig } from './config.js';
@@ -294,6 +293,11 @@ export async function openPglite(config: PgliteConfig = {}): Promise<PgliteSqlCl
   }
   let db: PGlite;
   try {
+    // Loaded on first open, so the pg.Pool path (the deployed functions' bundles) carries no PGlite.
+    const [{ PGlite }, { vector }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('@electric-sql/pglite-pgvector'),
+    ]);
     db = await PGlite.create({
       ...(config.dataDir !== undefined ? { dataDir: config.dataDir } : {}),
       extensions: { vector },

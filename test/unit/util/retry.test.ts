@@ -13,12 +13,8 @@ import {
 } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../shared/src/errors.js';
-import {
-  isTransientOpenAIError,
-  type RetryOptions,
-  retryAfterMs,
-  withRetry,
-} from '../../../shared/src/util/retry.js';
+import { isTransientOpenAIError } from '../../../shared/src/util/openai-errors.js';
+import { type RetryOptions, retryAfterMs, withRetry } from '../../../shared/src/util/retry.js';
 
 function recorder() {
   const sleeps: number[] = [];

@@ -373,7 +373,7 @@ async function bundleSizes(): Promise<void> {
           built.set(key, result);
         }
         console.log(
-          `bundle  ${variant.padEnd(8)} ${fn.id.padEnd(28)} ${(fn.contents.vectorStore ?? '-').padEnd(8)} ${(fn.contents.remoteModels ? 'remote' : 'local').padEnd(6)} ${`${fmt(result.bytes / 1e6)} MB`.padStart(9)}  ${fmt(result.importMs, 0).padStart(5)} ms`,
+          `bundle  ${variant.padEnd(8)} ${fn.id.padEnd(28)} ${(fn.contents.vectorStore ?? '-').padEnd(8)} ${(fn.contents.remoteModels ? 'remote' : 'local').padEnd(6)} ${`${fmt(result.bytes / 1e6, 3)} MB`.padStart(9)}  ${fmt(result.importMs, 0).padStart(5)} ms`,
         );
       }
     }

@@ -2,7 +2,7 @@
  * Parsing of the Lambda environment the CDK stack sets. Env records are passed in (shared/src/config.ts owns
  * `process.env`), so tests inject their own and a bad deployment fails at the first invocation with one message.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   DEFAULT_COLLECTION,
   KB_COLLECTION_NAME,

@@ -4,7 +4,7 @@
  */
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../../shared/src/errors.js';
 import { EXPERIMENT_ID } from '../../shared/src/experiment/input.js';
 import { buildLeaderboard } from '../../shared/src/experiment/leaderboard.js';

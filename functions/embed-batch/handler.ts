@@ -4,7 +4,7 @@
  * invocation `{experimentId, prefix, trialId, collection, batchKey}`).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseWith } from '../../shared/src/api/schemas.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { sqsHandler } from '../_shared/http.js';

@@ -3,7 +3,7 @@
  * object and queues its changed documents for chunking; ObjectRemoved deletes the document's chunks and record.
  * Events of one key are ordered by their S3 `sequencer`: an older event never undoes a newer one.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseWith } from '../../shared/src/api/schemas.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { decodeS3Key, sqsHandler } from '../_shared/http.js';

@@ -2,7 +2,7 @@
  * Token usage and cost. A price table (USD per million tokens, per model) comes from the user's configuration —
  * prices change, so none is built in; local models (`local/…`) cost nothing. Pure.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { CHARS_PER_TOKEN } from './chunking/limits.js';
 import { modelName } from './endpoints.js';
 import { ValidationError } from './errors.js';

@@ -2,7 +2,7 @@
  * The OpenAPI 3.1 document of the Query API, generated from the zod schemas the handlers validate with.
  * OpenAPI 3.1 schemas are JSON Schema 2020-12, which is what `z.toJSONSchema` emits, so no conversion is needed.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorResponse, ROUTES } from './schemas.js';
 
 /** Options of {@link buildOpenApiDocument}. */

@@ -3,7 +3,7 @@
  * `openapi.ts` turns them into `docs/openapi.json`, so the contract and its documentation cannot drift.
  * Field names are snake_case, as ai4rag's service API.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
 

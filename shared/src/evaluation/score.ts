@@ -2,7 +2,7 @@
  * ai4rag's default evaluation (answer_correctness, faithfulness, context_correctness via unitxt, plus the
  * custom overall_score) over a list of `EvaluationData`, in ai4rag's `EvaluationMetricsResult` shape.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { bootstrapCi } from './bootstrap.js';
 import { answerCorrectness, contextCorrectness, faithfulness } from './unitxt.js';

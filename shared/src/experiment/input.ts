@@ -2,7 +2,7 @@
  * The input of an experiment: the Step Functions execution input, and what `ai4rag experiment` builds from its
  * flags. Validated once by the prepare step; everything after it reads the normalized copy in the ledger.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { PriceTableSchema } from '../pricing.js';
 

@@ -3,7 +3,7 @@
  * the optimizer's index fan-out). A batch is one JSON object in the object store; queue messages and state-machine
  * payloads carry only its key, so no message comes near the SQS or Step Functions payload limits.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import { ValidationError } from '../errors.js';
 import { getJson, type ObjectStore, putJson } from '../ports/object-store.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { VectorStoreConfigError } from './errors.js';
 
 /** Connection settings of a PostgreSQL + pgvector server (ai4rag's `PGVectorConfig`, same defaults). */

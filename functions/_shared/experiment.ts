@@ -37,7 +37,15 @@ export function experimentDeps(
   listeners: ExperimentListeners = {},
 ): ExperimentDeps {
   const reranker = runtime.reranker;
+  const deployed = runtime.config.deployedModels;
   return {
+    // An experiment whose input names no models compares the deployment's.
+    ...(deployed !== undefined && {
+      defaultModels: {
+        ...(deployed.embedding !== undefined && { embeddingModels: [deployed.embedding] }),
+        ...(deployed.foundation !== undefined && { foundationModels: [deployed.foundation] }),
+      },
+    }),
     artifacts: runtime.objectStore,
     documents: runtime.documents,
     storeKind: runtime.config.store,

@@ -85,11 +85,11 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
   const queues = new Map<QueueName, WorkQueue>();
 
   const sqlClient = memo<SqlClient>(async () => {
-    const secret = fenv.pgvectorSecretArn
-      ? await getSecretJson(secretsClient(), fenv.pgvectorSecretArn)
-      : {};
+    const arn = fenv.pgvectorSecretArn;
+    const readSecret = arn === undefined ? undefined : () => getSecretJson(secretsClient(), arn);
+    const secret = readSecret === undefined ? {} : await readSecret();
     const { openPgSqlClient } = await loadPgvectorOpener();
-    return openPgSqlClient(env, secret, fenv.pgvectorSecretArn);
+    return openPgSqlClient(env, secret, arn, readSecret);
   });
   const milvusToken = memo<string | undefined>(async () =>
     fenv.milvusTokenSecretArn

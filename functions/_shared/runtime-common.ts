@@ -51,6 +51,11 @@ export interface RuntimeConfig {
    */
   rerank?: { model?: string; candidates?: number };
   servingPattern?: ServingPattern;
+  /**
+   * The models the deployment names (serving pattern, else AI4RAG_EMBEDDING_MODEL / AI4RAG_FOUNDATION_MODEL), when
+   * it names them: what an experiment whose input names none compares.
+   */
+  deployedModels?: { embedding?: string; foundation?: string };
 }
 
 /** Options of {@link Runtime.reranker}. */
@@ -167,6 +172,27 @@ export function runtimeConfig(fenv: FunctionEnv): RuntimeConfig {
       },
     }),
     ...(p && { servingPattern: p }),
+    ...deployedModels(fenv),
+  };
+}
+
+function deployedModels(fenv: FunctionEnv): Pick<RuntimeConfig, 'deployedModels'> {
+  // The 'local' aliases by the ids the experiment's patterns and reports name them with.
+  const canonical = (id: string | undefined, local: string) => (id === 'local' ? local : id);
+  const embedding = canonical(
+    fenv.servingPattern?.embedding?.model_id ?? fenv.embeddingModel,
+    DEFAULT_EMBEDDING_MODEL,
+  );
+  const foundation = canonical(
+    fenv.servingPattern?.generation?.model_id ?? fenv.foundationModel,
+    LOCAL_EXTRACTIVE_MODEL_ID,
+  );
+  if (embedding === undefined && foundation === undefined) return {};
+  return {
+    deployedModels: {
+      ...(embedding !== undefined && { embedding }),
+      ...(foundation !== undefined && { foundation }),
+    },
   };
 }
 

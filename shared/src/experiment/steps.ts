@@ -112,6 +112,11 @@ export interface ExperimentDeps {
     embedder: Embedder,
     options?: { createIfMissing?: boolean },
   ): Promise<VectorStore>;
+  /**
+   * The models an experiment compares when its input names none: the deployment's configured embedding and
+   * foundation models (default: the local ones).
+   */
+  defaultModels?: { foundationModels?: readonly string[]; embeddingModels?: readonly string[] };
   /** Live status callback (the terminal's progress); events are persisted regardless. */
   onEvent?: (event: StatusEvent) => void;
   /** Called with each finished pattern (ai4rag's `on_pattern_creation`). */
@@ -386,8 +391,11 @@ export async function prepareExperiment(
       log,
     );
 
-    let foundationModels = input.foundationModels ?? DEFAULT_FOUNDATION_MODELS;
-    let embeddingIds = input.embeddingModels ?? DEFAULT_EMBEDDING_MODELS;
+    // Without models in the input, the deployment's own (a local run: the local ones).
+    let foundationModels =
+      input.foundationModels ?? deps.defaultModels?.foundationModels ?? DEFAULT_FOUNDATION_MODELS;
+    let embeddingIds =
+      input.embeddingModels ?? deps.defaultModels?.embeddingModels ?? DEFAULT_EMBEDDING_MODELS;
     if (
       !input.skipPreSelection &&
       needsPreSelection(foundationModels.length, embeddingIds.length, {

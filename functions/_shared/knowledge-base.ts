@@ -16,7 +16,7 @@
  * - `batches/<collection>/<doc>/<hash>/<n>.json` — chunk batches, with `manifest.json` and `done/<n>` markers.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createChunker } from '../../shared/src/chunking/index.js';
 import type { ChunkingOptions } from '../../shared/src/chunking/types.js';
 import { detectFormat, loadBytes } from '../../shared/src/documents/load.js';

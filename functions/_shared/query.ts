@@ -9,7 +9,10 @@ import {
   LEXICAL_RETRIEVAL,
   SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
-import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
+import {
+  createOfflineEmbedder,
+  DEFAULT_EMBEDDING_MODEL,
+} from '../../shared/src/embeddings/local.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import {
@@ -203,7 +206,7 @@ export async function openReader(
   } catch (error) {
     if (first !== rt.config.embeddingModel)
       throw new EmbeddingModelUnavailableError(collection, first, { cause: error });
-    probe = await createEmbedder(DEFAULT_EMBEDDING_MODEL);
+    probe = createOfflineEmbedder(DEFAULT_EMBEDDING_MODEL);
   }
   let registered: string;
   try {

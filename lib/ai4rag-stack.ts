@@ -400,11 +400,7 @@ export class Ai4ragStack extends Stack {
       return fn;
     };
     for (const fnId of FUNCTION_IDS) {
-      functions[fnId] = build(
-        fnId,
-        PLAN[fnId],
-        KNOWLEDGE_BASE_FUNCTIONS.has(fnId),
-      );
+      functions[fnId] = build(fnId, PLAN[fnId], KNOWLEDGE_BASE_FUNCTIONS.has(fnId));
     }
     const streamFunction = build(STREAM_FUNCTION_ID, STREAM_PLAN, true);
     this.streamFunction = streamFunction;

@@ -178,11 +178,16 @@ describe('parseDeployConfig', () => {
 
   it('refuses a collection name the functions would refuse (no "ai4rag" prefix, too long)', () => {
     for (const collection of ['kb_docs', `ai4rag_${'x'.repeat(57)}`]) {
-      expect(errorOf(() => parseDeployConfig({ vectorStore: 'pgvector', collection })).message).toBe(
+      expect(
+        errorOf(() => parseDeployConfig({ vectorStore: 'pgvector', collection })).message,
+      ).toBe(
         'Invalid deploy configuration (CDK context): collection: must start with "ai4rag" and hold only letters, digits and underscores (at most 63 characters)',
       );
     }
-    expect(parseDeployConfig({ vectorStore: 'pgvector', collection: `ai4rag_${'x'.repeat(56)}` }).collection).toHaveLength(63);
+    expect(
+      parseDeployConfig({ vectorStore: 'pgvector', collection: `ai4rag_${'x'.repeat(56)}` })
+        .collection,
+    ).toHaveLength(63);
   });
 
   it('rejects trialConcurrency 0 and 2.5', () => {

@@ -613,7 +613,12 @@ describe('Ai4ragStack (API keys, OpenAI endpoint, serving pattern)', () => {
     expect(envOf(s, 'GenerateStreamFunction').AI4RAG_SERVING_PATTERN).toBe(
       search.AI4RAG_SERVING_PATTERN,
     );
-    for (const id of ['IngestFunction', 'ChunkFunction', 'EmbedBatchFunction', 'DocumentsFunction']) {
+    for (const id of [
+      'IngestFunction',
+      'ChunkFunction',
+      'EmbedBatchFunction',
+      'DocumentsFunction',
+    ]) {
       expect(envOf(s, id).AI4RAG_SERVING_PATTERN, id).toBe(search.AI4RAG_SERVING_PATTERN);
     }
     expect(envOf(s, 'EvaluateFunction').AI4RAG_SERVING_PATTERN).toBeUndefined();

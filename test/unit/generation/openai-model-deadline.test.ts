@@ -17,17 +17,22 @@ describe('OpenAIFoundationModel with a caller deadline', () => {
     // Prepare: a throttled first attempt and a backoff that would never end on its own
     fake.failNext(429, 1);
     const before = fake.requests.length;
+    const reason = new Error('deadline');
+    const controller = new AbortController();
     const model = new OpenAIFoundationModel({
       baseURL: fake.baseURL,
       apiKey: 'test',
       model: 'gpt-fake',
       maxRetries: 3,
-      sleep: () => new Promise<void>(() => {}),
+      // The deadline fires during the backoff (not during the request, whatever the machine's load).
+      sleep: () => {
+        setTimeout(() => controller.abort(reason), 10);
+        return new Promise<void>(() => {});
+      },
     });
-    const reason = new Error('deadline');
 
     // Act
-    const answer = model.chat(MESSAGES, { signal: abortLater(reason, 50) });
+    const answer = model.chat(MESSAGES, { signal: controller.signal });
 
     // Assess
     await expect(answer).rejects.toBe(reason);
@@ -54,9 +59,3 @@ describe('OpenAIFoundationModel with a caller deadline', () => {
     expect(fake.requests.length - before).toBe(2);
   });
 });
-
-function abortLater(reason: Error, ms: number): AbortSignal {
-  const controller = new AbortController();
-  setTimeout(() => controller.abort(reason), ms);
-  return controller.signal;
-}

@@ -66,7 +66,7 @@ export const BATCHES_PREFIX = 'batches/';
 export const EXPERIMENTS_PREFIX = 'experiments/';
 
 /**
- * Artifacts-bucket key layout (functions/_shared/knowledge-base.ts, shared/src/experiment/ledger.ts):
+ * Artifacts-bucket key layout (shared/src/ingest/knowledge-base.ts, shared/src/experiment/ledger.ts):
  * `status/` ingestion status, `documents/` parsed documents too large for a message, `batches/` chunk
  * batches; `experiments/<id>/` experiment state, `indexes/` reusable trial-index markers, `cache/` the
  * trial result cache shared by experiments.

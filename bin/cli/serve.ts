@@ -11,7 +11,6 @@ import { resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { parsePricesEnv, parseServingPattern } from '../../functions/_shared/env.js';
 import { errorResponse, errorResult, jsonResponse } from '../../functions/_shared/http.js';
-import { readStatus } from '../../functions/_shared/knowledge-base.js';
 import { bindLocalQueues, localContext, s3Notification } from '../../functions/_shared/local.js';
 import { createLocalRuntime, type LocalRuntime } from '../../functions/_shared/runtime.js';
 import { createDocumentsHandler } from '../../functions/documents/handler.js';
@@ -19,6 +18,7 @@ import { createGenerateHandler, streamAnswer } from '../../functions/generate/ha
 import { createSearchHandler } from '../../functions/search/handler.js';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
+import { readStatus } from '../../shared/src/ingest/knowledge-base.js';
 import { int, type OptionSpec, parse, str } from './args.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';

@@ -26,11 +26,11 @@ import {
 } from '../../shared/src/generation/local-extractive.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import type { ObjectStore } from '../../shared/src/ports/object-store.js';
+import type { WorkQueue } from '../../shared/src/ports/queue.js';
 import { type Reranker, TeiReranker } from '../../shared/src/retrieval/rerank.js';
 import type { VectorStore } from '../../shared/src/vectorstores/types.js';
 import { loadRemoteModels } from './bundle.js';
 import type { EnvRecord, FunctionEnv, FunctionStoreKind, ServingPattern } from './env.js';
-import type { WorkQueue } from './queue.js';
 
 /** Queues of the knowledge-base flow. */
 export type QueueName = 'ingest' | 'chunk' | 'embed';

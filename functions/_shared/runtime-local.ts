@@ -7,11 +7,11 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseEndpoints } from '../../shared/src/endpoints.js';
 import { FsObjectStore } from '../../shared/src/ports/object-store.js';
+import { InProcessQueue } from '../../shared/src/ports/queue.js';
 import type { SqlClient } from '../../shared/src/vectorstores/sql-client.js';
 import type { VectorStore } from '../../shared/src/vectorstores/types.js';
 import { loadLocalStore } from './bundle.js';
 import { type EnvRecord, parseFunctionEnv } from './env.js';
-import { InProcessQueue } from './queue.js';
 import {
   type ApiKeySource,
   embedderFactory,

@@ -4,8 +4,12 @@
  */
 import { parseWith } from '../../shared/src/api/schemas.js';
 import { ValidationError } from '../../shared/src/errors.js';
+import {
+  ChunkRequestSchema,
+  chunkRequest,
+  onDocumentFailed,
+} from '../../shared/src/ingest/knowledge-base.js';
 import { sqsHandler } from '../_shared/http.js';
-import { ChunkRequestSchema, chunkRequest, onDocumentFailed } from '../_shared/knowledge-base.js';
 import { countFailedDocument, countFailedRecords } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 

@@ -10,17 +10,17 @@ import {
 } from '../../shared/src/api/schemas.js';
 import { detectFormat } from '../../shared/src/documents/load.js';
 import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
-import { checkObjectKey } from '../../shared/src/ports/object-store.js';
-import { mapLimit } from '../../shared/src/util/concurrency.js';
-import type { DocumentRecord, VectorStore } from '../../shared/src/vectorstores/types.js';
-import { type ApiEvent, httpHandler, jsonResponse, pathParameter } from '../_shared/http.js';
 import {
   type DocumentStatusRecord,
   type OPEN_STATUSES,
   readStatus,
   removeDocument,
   statusMarkerPrefix,
-} from '../_shared/knowledge-base.js';
+} from '../../shared/src/ingest/knowledge-base.js';
+import { checkObjectKey } from '../../shared/src/ports/object-store.js';
+import { mapLimit } from '../../shared/src/util/concurrency.js';
+import type { DocumentRecord, VectorStore } from '../../shared/src/vectorstores/types.js';
+import { type ApiEvent, httpHandler, jsonResponse, pathParameter } from '../_shared/http.js';
 import { openReader, readerRuntime } from '../_shared/query.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 

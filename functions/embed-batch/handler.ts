@@ -7,13 +7,13 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
 import { parseWith } from '../../shared/src/api/schemas.js';
 import { ValidationError } from '../../shared/src/errors.js';
-import { sqsHandler } from '../_shared/http.js';
 import {
   type EmbedBatchResult,
   EmbedMessageSchema,
   embedBatch,
   onDocumentFailed,
-} from '../_shared/knowledge-base.js';
+} from '../../shared/src/ingest/knowledge-base.js';
+import { sqsHandler } from '../_shared/http.js';
 import { countFailedDocument, countFailedRecords, powertools } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 

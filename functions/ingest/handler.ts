@@ -6,8 +6,12 @@
 import * as z from 'zod';
 import { parseWith } from '../../shared/src/api/schemas.js';
 import { ValidationError } from '../../shared/src/errors.js';
+import {
+  ingestObject,
+  onDocumentFailed,
+  removeDocument,
+} from '../../shared/src/ingest/knowledge-base.js';
 import { decodeS3Key, sqsHandler } from '../_shared/http.js';
-import { ingestObject, onDocumentFailed, removeDocument } from '../_shared/knowledge-base.js';
 import { countFailedDocument, countFailedRecords } from '../_shared/powertools.js';
 import { lazyRuntime, type Runtime } from '../_shared/runtime.js';
 

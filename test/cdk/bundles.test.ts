@@ -105,4 +105,19 @@ describe('Lambda bundles', () => {
     expect(shipped(bundle)).not.toContain('openai');
     expect(shipped(bundle).filter((p) => [...PGLITE, ...MILVUS_STACK].includes(p))).toEqual([]);
   });
+
+  it('ships neither PGlite nor the Milvus stack in any pgvector bundle', async () => {
+    // One build per distinct entry and contents (the stream function shares Generate's bundle).
+    const distinct = new Map<string, FunctionBundle>();
+    for (const b of pgvector) distinct.set(`${b.entry}|${JSON.stringify(b.contents)}`, b);
+    expect(distinct.size).toBeGreaterThanOrEqual(12);
+    const offending: string[] = [];
+    for (const fn of distinct.values()) {
+      const bundle = await buildBundle(fn);
+      for (const p of shipped(bundle)) {
+        if ([...PGLITE, ...MILVUS_STACK].includes(p)) offending.push(`${fn.id}: ${p}`);
+      }
+    }
+    expect(offending).toEqual([]);
+  }, 120_000);
 });

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
+import { createDocumentsHandler } from '../../../functions/documents/handler.js';
+import { createEmbedder } from '../../../shared/src/embeddings/factory.js';
 import {
   documentSegment,
   statusKey,
   statusMarkerPrefix,
-} from '../../../functions/_shared/knowledge-base.js';
-import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
-import { createDocumentsHandler } from '../../../functions/documents/handler.js';
-import { createEmbedder } from '../../../shared/src/embeddings/factory.js';
+} from '../../../shared/src/ingest/knowledge-base.js';
 import { MemoryObjectStore, putJson } from '../../../shared/src/ports/object-store.js';
 import { auxiliaryName, quoteIdent } from '../../../shared/src/vectorstores/naming.js';
 import { PgVectorStore } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';

@@ -9,11 +9,11 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readStatus, removeDocument } from '../../../functions/_shared/knowledge-base.js';
 import { createChunkHandler } from '../../../functions/chunk/handler.js';
 import { createEmbedBatchHandler } from '../../../functions/embed-batch/handler.js';
 import { createIngestHandler } from '../../../functions/ingest/handler.js';
 import { readChunkBatch } from '../../../shared/src/ingest/batches.js';
+import { readStatus, removeDocument } from '../../../shared/src/ingest/knowledge-base.js';
 import { putJson } from '../../../shared/src/ports/object-store.js';
 import {
   COLLECTION,

@@ -4,7 +4,6 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { readStatus, writeVersion } from '../../../functions/_shared/knowledge-base.js';
 import { createChunkHandler } from '../../../functions/chunk/handler.js';
 import { createEmbedBatchHandler } from '../../../functions/embed-batch/handler.js';
 import { createIngestHandler } from '../../../functions/ingest/handler.js';
@@ -13,6 +12,7 @@ import { DEFAULT_CHUNKING } from '../../../shared/src/defaults.js';
 import { DEFAULT_EMBEDDING_MODEL } from '../../../shared/src/embeddings/factory.js';
 import { ValidationError } from '../../../shared/src/errors.js';
 import { readChunkBatch, writeChunkBatches } from '../../../shared/src/ingest/batches.js';
+import { readStatus, writeVersion } from '../../../shared/src/ingest/knowledge-base.js';
 import {
   COLLECTION,
   context,

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
+import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
+import { createDocumentsHandler } from '../../../functions/documents/handler.js';
 import {
   readStatus,
   removeDocument,
   statusMarkerPrefix,
-} from '../../../functions/_shared/knowledge-base.js';
-import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
-import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
-import { createDocumentsHandler } from '../../../functions/documents/handler.js';
+} from '../../../shared/src/ingest/knowledge-base.js';
 import { COLLECTION, context, FAQ, getTestEvent } from './helpers.js';
 
 type Handler = (event: APIGatewayProxyEvent, ctx: Context) => Promise<APIGatewayProxyResult>;

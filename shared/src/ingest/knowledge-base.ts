@@ -1,7 +1,8 @@
 /**
  * The knowledge-base flow behind the ingest, chunk and embed-batch handlers: S3 object → parsed documents →
  * chunk batches → embedded and stored chunks → committed document record. Every step is idempotent, so SQS
- * redeliveries and retries are harmless.
+ * redeliveries and retries are harmless. It sees its runtime through ports only ({@link KnowledgeBaseRuntime}:
+ * object stores, work queues, embedders, vector stores), so it runs the same on AWS and on one machine.
  *
  * Integrity: each document version is one staged write of the vector store (version token from the document, its
  * content hash and the S3 `sequencer`), so its chunks stay invisible until the last batch commits it; the commit is a
@@ -17,30 +18,44 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as z from 'zod';
-import { createChunker } from '../../shared/src/chunking/index.js';
-import type { ChunkingOptions } from '../../shared/src/chunking/types.js';
-import { detectFormat, loadBytes } from '../../shared/src/documents/load.js';
-import type { LoadedDocument } from '../../shared/src/documents/types.js';
-import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
-import {
-  ChunkingOptionsSchema,
-  readChunkBatch,
-  writeChunkBatches,
-} from '../../shared/src/ingest/batches.js';
-import { indexingKey } from '../../shared/src/ingest/pipeline.js';
-import { getJson, type ObjectStore, putJson } from '../../shared/src/ports/object-store.js';
-import { batches as sliceBatches } from '../../shared/src/util/concurrency.js';
-import { VectorStoreError, WriteEndedError } from '../../shared/src/vectorstores/errors.js';
-import { compareSequencers } from '../../shared/src/vectorstores/staged.js';
+import { createChunker } from '../chunking/index.js';
+import type { ChunkingOptions } from '../chunking/types.js';
+import { detectFormat, loadBytes } from '../documents/load.js';
+import type { LoadedDocument } from '../documents/types.js';
+import type { Embedder } from '../embeddings/types.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import { getJson, type ObjectStore, putJson } from '../ports/object-store.js';
+import { MAX_MESSAGE_BYTES, type WorkQueue } from '../ports/queue.js';
+import { batches as sliceBatches } from '../util/concurrency.js';
+import { VectorStoreError, WriteEndedError } from '../vectorstores/errors.js';
+import { compareSequencers } from '../vectorstores/staged.js';
 import type {
   DocumentRecord,
   EmbeddedChunk,
   IndexBuildResult,
   VectorStore,
   VersionedCommit,
-} from '../../shared/src/vectorstores/types.js';
-import { MAX_MESSAGE_BYTES } from './queue.js';
-import type { Runtime } from './runtime.js';
+} from '../vectorstores/types.js';
+import { ChunkingOptionsSchema, readChunkBatch, writeChunkBatches } from './batches.js';
+import { indexingKey } from './pipeline.js';
+
+/**
+ * What the knowledge-base flow needs from its runtime: the artifacts store (`objectStore`), the documents store,
+ * the work queues, embedders, vector stores, and the knowledge base's settings. A handler's `Runtime` is one.
+ */
+export interface KnowledgeBaseRuntime {
+  readonly objectStore: ObjectStore;
+  readonly documents: ObjectStore;
+  queue(name: 'ingest' | 'chunk' | 'embed'): WorkQueue;
+  /** The configured embedding model's embedder, or `modelId`'s. */
+  embedder(modelId?: string): Promise<Embedder>;
+  openStore(
+    collection: string,
+    embedder: Embedder,
+    options?: { createIfMissing?: boolean },
+  ): Promise<VectorStore>;
+  readonly config: { collection: string; embeddingModel: string; chunking: ChunkingOptions };
+}
 
 /** Texts per embedding call (the batch format's own limit, repeated here as the embed step's contract). */
 export const EMBED_CALL_TEXTS = 1024;
@@ -230,7 +245,7 @@ export interface IngestOutcome {
  * Broken files are recorded as `failed` and not retried (a retry cannot fix them).
  */
 export async function ingestObject(
-  rt: Runtime,
+  rt: KnowledgeBaseRuntime,
   sourceKey: string,
   event: ObjectEvent = {},
 ): Promise<IngestOutcome[]> {
@@ -314,7 +329,7 @@ export async function ingestObject(
  * a re-upload) changes nothing. Returns the number of chunks deleted; removing an unknown document is not an error.
  */
 export async function removeDocument(
-  rt: Runtime,
+  rt: KnowledgeBaseRuntime,
   documentId: string,
   event: ObjectEvent = {},
 ): Promise<number> {
@@ -377,7 +392,7 @@ function manifestCommit(m: BatchManifest): VersionedCommit {
 
 /** Marks a document version `failed` (unless a newer event owns its status). */
 async function markFailed(
-  rt: Runtime,
+  rt: KnowledgeBaseRuntime,
   collection: string,
   documentId: string,
   sourceKey: string,
@@ -411,7 +426,10 @@ export function batchPrefix(collection: string, documentId: string, contentHash:
  * dropped; a document the chunker rejects is marked `failed`.
  * @returns the batch keys written (empty when dropped or when the document has no chunks).
  */
-export async function chunkRequest(rt: Runtime, request: ChunkRequest): Promise<string[]> {
+export async function chunkRequest(
+  rt: KnowledgeBaseRuntime,
+  request: ChunkRequest,
+): Promise<string[]> {
   const status = await readStatus(rt.objectStore, request.collection, request.documentId);
   if (olderThan(request.sequencer, status)) return [];
   if (
@@ -508,7 +526,7 @@ export async function chunkRequest(rt: Runtime, request: ChunkRequest): Promise<
 }
 
 async function markIndexed(
-  rt: Runtime,
+  rt: KnowledgeBaseRuntime,
   collection: string,
   record: DocumentRecord,
   sourceKey: string,
@@ -532,7 +550,7 @@ async function markIndexed(
  * committed it; `failed` when its write lapsed or is incomplete. Returns whether this call committed it.
  */
 async function finishDocument(
-  rt: Runtime,
+  rt: KnowledgeBaseRuntime,
   store: VectorStore,
   manifest: BatchManifest,
   sourceKey: string,
@@ -563,7 +581,7 @@ async function finishDocument(
  * late DLQ redrive), so the document is marked `failed` saying so, instead of staying `pending`.
  */
 async function reportEnded(
-  rt: Runtime,
+  rt: KnowledgeBaseRuntime,
   store: VectorStore,
   version: string,
   manifest: BatchManifest | undefined,
@@ -629,7 +647,7 @@ export async function ensureIndex(store: VectorStore): Promise<IndexOutcome | un
  * @throws {ValidationError} when `expectedCollection` differs from the batch's collection.
  */
 export async function embedBatch(
-  rt: Runtime,
+  rt: KnowledgeBaseRuntime,
   batchKey: string,
   expectedCollection?: string,
 ): Promise<EmbedBatchResult> {

@@ -180,6 +180,24 @@ export function bootstrapCi(
   }
 
   const thetaHat = mean(data);
+  const total = thetaHat * n;
+  const jack = data.map((v) => (total - v) / (n - 1));
+  return bcaInterval(boot, sorted, thetaHat, jack, alpha);
+}
+
+/**
+ * scipy's `_bca_interval` from the bootstrap replicates, the full-sample estimate and the jackknife
+ * (leave-one-out) estimates; `undefined` when the adjusted levels are not finite.
+ */
+function bcaInterval(
+  boot: readonly number[],
+  sorted: readonly number[],
+  thetaHat: number,
+  jack: readonly number[],
+  alpha: number,
+): ConfidenceInterval | undefined {
+  const resamples = boot.length;
+  const n = jack.length;
   let below = 0;
   let atOrBelow = 0;
   for (const t of boot) {
@@ -188,8 +206,6 @@ export function bootstrapCi(
   }
   const z0 = inverseNormalCdf((below + atOrBelow) / (2 * resamples));
 
-  const total = thetaHat * n;
-  const jack = data.map((v) => (total - v) / (n - 1));
   const jackMean = mean(jack);
   let num = 0;
   let den = 0;
@@ -208,4 +224,64 @@ export function bootstrapCi(
   const alpha2 = normalCdf(z0 + n2 / (1 - a * n2));
   if (!Number.isFinite(alpha1) || !Number.isFinite(alpha2)) return undefined;
   return { low: percentileSorted(sorted, alpha1), high: percentileSorted(sorted, alpha2) };
+}
+
+/**
+ * A statistic of `n` questions given as resampling weights: `weights[i]` is how many times question `i` is
+ * in the (re)sample (all 1 for the full sample, one 0 for a jackknife sample).
+ */
+export type WeightedStatistic = (weights: Readonly<Float64Array>) => number;
+
+/**
+ * Bootstrap CI of any statistic of `n` questions, resampling question indices (scipy's `bootstrap` over
+ * paired data): each replicate draws `n` indices once and recomputes the same `statistic` the point
+ * estimate uses, so the interval belongs to that estimate. BCa's acceleration uses the leave-one-question-out
+ * jackknife. Same RNG stream as {@link bootstrapCi} (n draws per replicate), so for
+ * `statistic = weighted mean of values` both give the same replicates up to floating-point summation order.
+ *
+ * Returns `undefined` (CI skipped, as unitxt does) for fewer than 2 questions, a non-finite estimate or
+ * replicate, every replicate equal, or a degenerate BCa.
+ * @example
+ * // mean of two metric means, each over the questions where it is defined
+ * bootstrapStatisticCi(4, (w) => (w[0] * 1 + w[1] * 0) / (w[0] + w[1]) / 2 + (w[2] * 0.5 + w[3]) / (w[2] + w[3]) / 2)
+ */
+export function bootstrapStatisticCi(
+  n: number,
+  statistic: WeightedStatistic,
+  options: BootstrapOptions = {},
+): ConfidenceInterval | undefined {
+  const { resamples = 1000, confidence = 0.95, seed = 42, method = 'bca' } = options;
+  if (n < 2) return undefined;
+  const weights = new Float64Array(n).fill(1);
+  const thetaHat = statistic(weights);
+  if (!Number.isFinite(thetaHat)) return undefined;
+  const random = options.random ?? mulberry32(seed);
+
+  const boot: number[] = new Array<number>(resamples);
+  for (let b = 0; b < resamples; b++) {
+    weights.fill(0);
+    for (let i = 0; i < n; i++) {
+      const k = Math.floor(random() * n);
+      weights[k] = (weights[k] as number) + 1;
+    }
+    const t = statistic(weights);
+    if (!Number.isFinite(t)) return undefined;
+    boot[b] = t;
+  }
+  if (boot.every((t) => t === boot[0])) return undefined;
+  const sorted = [...boot].sort((x, y) => x - y);
+  const alpha = (1 - confidence) / 2;
+  if (method === 'percentile') {
+    return { low: percentileSorted(sorted, alpha), high: percentileSorted(sorted, 1 - alpha) };
+  }
+
+  const jack: number[] = new Array<number>(n);
+  weights.fill(1);
+  for (let i = 0; i < n; i++) {
+    weights[i] = 0;
+    jack[i] = statistic(weights);
+    weights[i] = 1;
+  }
+  if (!jack.every(Number.isFinite)) return undefined;
+  return bcaInterval(boot, sorted, thetaHat, jack, alpha);
 }

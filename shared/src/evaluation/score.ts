@@ -4,7 +4,7 @@
  */
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
-import { bootstrapCi } from './bootstrap.js';
+import { bootstrapCi, bootstrapStatisticCi } from './bootstrap.js';
 import { answerCorrectness, contextCorrectness, faithfulness } from './unitxt.js';
 
 /** One question's evaluation input, ai4rag's `EvaluationData` with its snake_case field names. */
@@ -93,6 +93,39 @@ function aggregate(values: readonly (number | null)[], seed: number): MetricScor
 }
 
 /**
+ * overall_score's statistic as a function of question weights: the mean, over metrics defined on at least one
+ * weighted question, of that metric's weighted mean over the questions where it is defined (null/NaN values
+ * are not defined). With all weights 1 it is ai4rag's mean of the metric means before rounding; in a bootstrap
+ * replicate each metric is averaged over the resampled questions where it applies (answer_correctness only
+ * over answerable ones, faithfulness over all), exactly as the point estimate is.
+ */
+export function meanOfMetricMeans(
+  columns: readonly (readonly (number | null)[])[],
+): (weights: Readonly<Float64Array>) => number {
+  const defined = columns.map((col) =>
+    col.flatMap((v, i) => (v === null || Number.isNaN(v) ? [] : [[i, v] as const])),
+  );
+  return (weights) => {
+    let sum = 0;
+    let count = 0;
+    for (const col of defined) {
+      let s = 0;
+      let w = 0;
+      for (const [i, v] of col) {
+        const wi = weights[i] as number;
+        s += wi * v;
+        w += wi;
+      }
+      if (w > 0) {
+        sum += s / w;
+        count++;
+      }
+    }
+    return count === 0 ? Number.NaN : sum / count;
+  };
+}
+
+/**
  * Validates raw input (e.g. a parsed JSON file) into evaluation items.
  * @throws {ValidationError} naming the item index and field of the first problems, or duplicate ids.
  */
@@ -125,9 +158,10 @@ export function parseEvaluationData(input: unknown): EvaluationItem[] {
  * (null without ground truths), faithfulness (0 without contexts), context_correctness (null without gold
  * ids), overall_score = mean of that question's non-null values; all rounded to 4 decimals. Aggregates:
  * NaN/null-aware means of the unrounded values and seeded BCa bootstrap CIs (null when skipped: fewer than
- * 2 values or all identical). Deviation from ai4rag, on purpose: the overall_score CI is bootstrapped from
- * the per-question overall scores, not the average of the other metrics' CI bounds (which is not a CI);
- * its mean stays ai4rag's mean of the other metrics' (rounded) means.
+ * 2 values or all identical). Deviation from ai4rag, on purpose: the overall_score CI is not the average of
+ * the other metrics' CI bounds (which is not a CI) but a bootstrap of its own statistic, the mean of the
+ * metric means ({@link meanOfMetricMeans}), resampling questions; its mean stays ai4rag's mean of the other
+ * metrics' (rounded) means, so it lies inside its CI up to that rounding (< 1e-4).
  * @throws {ValidationError} on invalid items (see {@link parseEvaluationData}).
  * @example scoreEvaluationData([{ answer: 'Paris', contexts: ['Paris'], context_ids: ['d'],
  *   ground_truths: ['Paris'], ground_truths_context_ids: ['d'] }])
@@ -159,14 +193,18 @@ export function scoreEvaluationData(
   const overallPerQuestion = perQuestion.map((q) =>
     round4(meanOf(UNITXT_METRICS.map((name) => round4(q[name])))),
   );
-  const overallCi = aggregate(overallPerQuestion, seed);
+  const overallCi = bootstrapStatisticCi(
+    perQuestion.length,
+    meanOfMetricMeans(UNITXT_METRICS.map((name) => perQuestion.map((q) => q[name]))),
+    { seed },
+  );
   metrics.push({
     name: 'overall_score',
     evaluator: 'custom',
     scores: {
       mean: round4(meanOf(metrics.map((m) => m.scores.mean))),
-      ci_low: overallCi.ci_low,
-      ci_high: overallCi.ci_high,
+      ci_low: overallCi ? round4(overallCi.low) : null,
+      ci_high: overallCi ? round4(overallCi.high) : null,
     },
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   bootstrapCi,
+  bootstrapStatisticCi,
   inverseNormalCdf,
   normalCdf,
 } from '../../../shared/src/evaluation/bootstrap.js';
@@ -132,5 +133,38 @@ describe('bootstrapCi', () => {
     expect(ci?.low).toBeCloseTo(npPercentile(means, level(z)), 12);
     expect(ci?.high).toBeCloseTo(npPercentile(means, level(-z)), 12);
     expect(ci?.low).not.toBeCloseTo(npPercentile(means, 0.05), 6);
+  });
+});
+
+describe('bootstrapStatisticCi', () => {
+  const data = [0.1, 0.9, 0.4, 0.4, 1, 0, 0.75, 0.3, 0.6, 0.2];
+  const weightedMean = (w: Readonly<Float64Array>) => {
+    let s = 0;
+    let n = 0;
+    data.forEach((v, i) => {
+      s += (w[i] as number) * v;
+      n += w[i] as number;
+    });
+    return s / n;
+  };
+
+  it.each(['bca', 'percentile'] as const)(
+    'gives bootstrapCi’s %s interval when the statistic is the mean (same question draws)',
+    (method) => {
+      // Act
+      const general = bootstrapStatisticCi(data.length, weightedMean, { seed: 7, method });
+      const plain = bootstrapCi(data, { seed: 7, method });
+
+      // Assess
+      expect(general?.low).toBeCloseTo(plain?.low as number, 12);
+      expect(general?.high).toBeCloseTo(plain?.high as number, 12);
+    },
+  );
+
+  it('skips the interval for one question, a constant statistic, or a non-finite one', () => {
+    // Act / Assess
+    expect(bootstrapStatisticCi(1, weightedMean)).toBeUndefined();
+    expect(bootstrapStatisticCi(5, () => 0.5)).toBeUndefined();
+    expect(bootstrapStatisticCi(5, (w) => ((w[0] as number) > 0 ? 1 : Number.NaN))).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../shared/src/errors.js';
-import { bootstrapCi } from '../../../shared/src/evaluation/bootstrap.js';
+import { bootstrapStatisticCi } from '../../../shared/src/evaluation/bootstrap.js';
 import { round4, scoreEvaluationData } from '../../../shared/src/evaluation/score.js';
 
 const WORKED = {
@@ -65,9 +65,32 @@ describe('scoreEvaluationData', () => {
     ]);
   });
 
-  it('bootstraps the overall_score CI from the per-question overall scores', () => {
-    // Prepare
-    const expected = bootstrapCi([0.4398, 0.6667, 0.25], { seed: 5 });
+  it('bootstraps the overall_score CI from its own statistic, the mean of the metric means', () => {
+    // Prepare: an independent weighted form of the statistic (each metric over the questions where it is defined)
+    const cols = {
+      ac: [4 / 9, 1, null],
+      f: [0.375, 1, 0],
+      cc: [0.5, 0, 0.5],
+    };
+    const wmean = (col: (number | null)[], w: Readonly<Float64Array>) => {
+      let s = 0;
+      let n = 0;
+      col.forEach((v, i) => {
+        if (v !== null) {
+          s += (w[i] as number) * v;
+          n += w[i] as number;
+        }
+      });
+      return n > 0 ? [s / n] : [];
+    };
+    const expected = bootstrapStatisticCi(
+      3,
+      (w) => {
+        const means = [...wmean(cols.ac, w), ...wmean(cols.f, w), ...wmean(cols.cc, w)];
+        return means.reduce((a, b) => a + b, 0) / means.length;
+      },
+      { seed: 5 },
+    );
 
     // Act
     const overall = scoreEvaluationData(THREE, { seed: 5 }).metrics.find(
@@ -78,6 +101,66 @@ describe('scoreEvaluationData', () => {
     expect(expected).toBeDefined();
     expect(overall?.scores.ci_low).toBe(round4(expected?.low ?? Number.NaN));
     expect(overall?.scores.ci_high).toBe(round4(expected?.high ?? Number.NaN));
+  });
+
+  it('puts overall_score inside its CI on a mixed answerable/unanswerable benchmark', () => {
+    // Prepare: 80 answerable + 80 unanswerable questions (a block of 8 + 8, ten times).
+    // Unanswerable questions have no ground truths nor gold documents: only faithfulness is defined for them.
+    const item = (
+      answer: string,
+      gt: string[],
+      contexts: string[],
+      ids: string[],
+      gold: string[],
+    ) => ({
+      answer,
+      contexts,
+      context_ids: ids,
+      ground_truths: gt,
+      ground_truths_context_ids: gold,
+    });
+    const full = item('paris', ['paris'], ['paris'], ['d1'], ['d1']); // AC 1, F 1, CC 1
+    const halfAc = item('paris', ['paris france'], ['paris'], ['d1'], ['d1']); // AC 0.5, F 1, CC 1
+    const halfCc = item('paris', ['paris'], ['other', 'paris'], ['x', 'd1'], ['d1']); // AC 1, F 1, CC 0.5
+    const noCc = item('paris', ['paris'], ['paris'], ['x'], ['d1']); // AC 1, F 1, CC 0
+    const abstain = item('cannot answer', [], ['paris'], ['d1'], []); // F 0
+    const unfaithful = item('paris', [], ['paris'], ['d1'], []); // F 1
+    const block = [
+      full,
+      full,
+      full,
+      halfCc,
+      halfAc,
+      full,
+      full,
+      noCc,
+      ...Array.from({ length: 6 }, () => abstain),
+      unfaithful,
+      unfaithful,
+    ];
+    const items = Array.from({ length: 10 }, () => block)
+      .flat()
+      .map((it, i) => ({ ...it, question_id: `q${i}` }));
+
+    // Act
+    const r = scoreEvaluationData(items);
+    const overall = r.metrics.find((m) => m.name === 'overall_score')?.scores;
+
+    // Assess: AC 7.5/8 = 0.9375 and CC 6.5/8 = 0.8125 over answerable questions, F 10/16 = 0.625 over all;
+    // overall (0.9375 + 0.625 + 0.8125) / 3 = 0.7917, while the mean of the per-question overall scores is
+    // (5 × 1 + 2 × 2.5/3 + 2/3 + 6 × 0 + 2 × 1) / 16 = 0.5833: a CI of the latter would not contain 0.7917.
+    expect(r.metrics.map((m) => m.scores.mean)).toEqual([0.9375, 0.625, 0.8125, 0.7917]);
+    const perQuestion = values(r, 'overall_score') as number[];
+    expect(round4(perQuestion.reduce((a, b) => a + b, 0) / perQuestion.length)).toBe(0.5833);
+    // Before this fix the CI came from the per-question overall scores: [0.5167, 0.6573] (seed 42).
+    expect(overall).toEqual({ mean: 0.7917, ci_low: 0.7551, ci_high: 0.826 });
+    expect(overall?.ci_low as number).toBeLessThan(0.7917);
+    expect(overall?.ci_high as number).toBeGreaterThan(0.7917);
+    expect(overall?.ci_low as number).toBeGreaterThan(0.5833);
+    for (const m of r.metrics) {
+      expect(m.scores.ci_low as number).toBeLessThanOrEqual(m.scores.mean as number);
+      expect(m.scores.ci_high as number).toBeGreaterThanOrEqual(m.scores.mean as number);
+    }
   });
 
   it('reports null CI bounds when every value is identical', () => {

@@ -1,6 +1,7 @@
 import { Ai4ragError, ValidationError } from '../errors.js';
 import type { TokenUsage } from '../pricing.js';
 import { rerankFailureWarning } from '../retrieval/rerank.js';
+import type { QueryTransformReport } from '../retrieval/query-transform.js';
 import type { RetrievedChunk, Retriever } from '../retrieval/retriever.js';
 import {
   buildMessages,
@@ -67,6 +68,8 @@ export interface RagTiming {
   rerankMs: number;
   generateMs: number;
   totalMs: number;
+  /** Milliseconds of the query transform, part of `retrieveMs`; present only when the retriever has one. */
+  transformMs?: number;
 }
 
 /** The result of {@link SimpleRAG.generate}. */
@@ -82,6 +85,11 @@ export interface RagAnswer {
    * reported none.
    */
   usage?: TokenUsage;
+  /**
+   * What the retriever's query transform did (its time, and the tokens of its own chat call, which `usage`
+   * does not count); absent without a transform.
+   */
+  queryTransform?: QueryTransformReport;
 }
 
 /** The result of {@link SimpleRAG.chat}: the caller's messages followed by the assistant's answer. */
@@ -94,7 +102,12 @@ export interface RagChatAnswer extends RagAnswer {
  * when the model reported them at the end of its stream.
  */
 export type RagStreamEvent =
-  | { type: 'sources'; referenceDocuments: ReferenceDocument[]; warnings?: string[] }
+  | {
+      type: 'sources';
+      referenceDocuments: ReferenceDocument[];
+      warnings?: string[];
+      queryTransform?: QueryTransformReport;
+    }
   | { type: 'token'; text: string }
   | { type: 'done'; timing: RagTiming; usage?: TokenUsage };
 
@@ -121,6 +134,7 @@ interface Ranked {
   /** Clock reading after ranking, where generation starts. */
   t2: number;
   warnings?: string[];
+  queryTransform?: QueryTransformReport;
 }
 
 function checkQuestion(question: unknown): string {
@@ -206,6 +220,7 @@ export class SimpleRAG {
       timing: this.#timing(ranked, t3),
       ...(ranked.warnings && { warnings: ranked.warnings }),
       ...(usage && { usage }),
+      ...(ranked.queryTransform && { queryTransform: ranked.queryTransform }),
     };
   }
 
@@ -248,6 +263,7 @@ export class SimpleRAG {
       timing: this.#timing(ranked, t3),
       ...(ranked.warnings && { warnings: ranked.warnings }),
       ...(usage && { usage }),
+      ...(ranked.queryTransform && { queryTransform: ranked.queryTransform }),
       conversation: [
         ...messages.map((m) => ({ ...m })),
         { role: 'assistant', content: result.content },
@@ -272,6 +288,7 @@ export class SimpleRAG {
       type: 'sources',
       referenceDocuments: ranked.referenceDocuments,
       ...(ranked.warnings && { warnings: ranked.warnings }),
+      ...(ranked.queryTransform && { queryTransform: ranked.queryTransform }),
     };
     let reported: ChatUsage | undefined;
     const chatOptions = {
@@ -293,14 +310,17 @@ export class SimpleRAG {
       rerankMs: ranked.rerankMs,
       generateMs: t3 - ranked.t2,
       totalMs: t3 - ranked.t0,
+      ...(ranked.queryTransform && { transformMs: ranked.queryTransform.ms }),
     };
   }
 
   async #retrieveAndRank(question: string, signal: AbortSignal | undefined): Promise<Ranked> {
     signal?.throwIfAborted();
     const t0 = this.#now();
-    const retrieved = await this.#retriever.retrieve(question);
+    const { chunks: retrieved, queryTransform } =
+      await this.#retriever.retrieveWithReport(question);
     const t1 = this.#now();
+    const qt = queryTransform && { queryTransform };
     signal?.throwIfAborted();
     const rr = this.#rerank;
     if (rr === undefined) {
@@ -311,6 +331,7 @@ export class SimpleRAG {
         retrieveMs: t1 - t0,
         rerankMs: 0,
         t2: t1,
+        ...qt,
       };
     }
     let chunks: RetrievedChunk[];
@@ -332,6 +353,7 @@ export class SimpleRAG {
       rerankMs: t2 - t1,
       t2,
       ...(warnings && { warnings }),
+      ...qt,
     };
   }
 }

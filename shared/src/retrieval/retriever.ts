@@ -7,6 +7,12 @@ import type {
   SearchMode,
   VectorStore,
 } from '../vectorstores/types.js';
+import {
+  applyQueryTransform,
+  type QueryTransformOptions,
+  type QueryTransformReport,
+  validateQueryTransform,
+} from './query-transform.js';
 
 export type RetrievalMethod = 'simple' | 'window';
 
@@ -24,6 +30,15 @@ export interface RetrieverOptions {
   rankerK?: number;
   rankerAlpha?: number;
   filter?: MetadataFilter;
+  /** A query transform whose results are fused (RRF) with the original query's. @default none */
+  queryTransform?: QueryTransformOptions;
+}
+
+/** The passages of {@link Retriever.retrieveWithReport} and what the query transform did. */
+export interface RetrievalResult {
+  chunks: RetrievedChunk[];
+  /** Absent without a transform (or with `none`). */
+  queryTransform?: QueryTransformReport;
 }
 
 /** A retrieved passage: one chunk (simple) or a merged window of neighbouring chunks. */
@@ -85,13 +100,28 @@ export class Retriever {
           : `retrieval method "simple" needs windowSize 0, got ${windowSize}`,
       );
     }
+    if (options.queryTransform !== undefined) {
+      try {
+        validateQueryTransform(options.queryTransform, options.searchMode ?? 'vector');
+      } catch (error: unknown) {
+        throw new RetrieverError((error as Error).message, { cause: error });
+      }
+    }
     this.options = { ...options, method, windowSize };
   }
 
   /** Runs the search and, for `window`, the neighbour expansion. Best passage first. */
   async retrieve(query: string): Promise<RetrievedChunk[]> {
+    return (await this.retrieveWithReport(query)).chunks;
+  }
+
+  /**
+   * As {@link retrieve}, with the query transform's report. The transform runs on the chunks (before window
+   * expansion), so windows grow around the fused hits.
+   */
+  async retrieveWithReport(query: string): Promise<RetrievalResult> {
     const o = this.options;
-    const hits = await this.store.search(query, {
+    const params = {
       k: o.numberOfChunks,
       includeScores: true,
       ...(o.searchMode !== undefined && { searchMode: o.searchMode }),
@@ -99,9 +129,19 @@ export class Retriever {
       ...(o.rankerK !== undefined && { rankerK: o.rankerK }),
       ...(o.rankerAlpha !== undefined && { rankerAlpha: o.rankerAlpha }),
       ...(o.filter !== undefined && { filter: o.filter }),
-    });
-    if (o.method === 'simple') return hits.map((hit) => ({ ...hit, chunkIds: [hit.id] }));
-    return this.expandWindows(hits, o.windowSize);
+    };
+    let hits = await this.store.search(query, params);
+    let report: QueryTransformReport | undefined;
+    if (o.queryTransform !== undefined && o.queryTransform.kind !== 'none') {
+      const out = await applyQueryTransform(this.store, query, hits, params, o.queryTransform);
+      hits = out.hits;
+      report = out.report;
+    }
+    const chunks =
+      o.method === 'simple'
+        ? hits.map((hit) => ({ ...hit, chunkIds: [hit.id] }))
+        : await this.expandWindows(hits, o.windowSize);
+    return { chunks, ...(report && { queryTransform: report }) };
   }
 
   private async expandWindows(hits: SearchHit[], windowSize: number): Promise<RetrievedChunk[]> {

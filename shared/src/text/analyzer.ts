@@ -80,5 +80,20 @@ export function analyze(text: string): string[] {
   return out;
 }
 
+/**
+ * Like {@link analyze}, but keeps each token's surface word (its {@link words} form): `[word, term]` pairs in text
+ * order. Query expansion (RM3) writes expansion terms back as surface words, because `analyze(word)` gives exactly
+ * `[term]` while re-analyzing a stem need not give the stem back.
+ * @example analyzeWithWords('The proteins') // [['proteins', 'protein']]
+ */
+export function analyzeWithWords(text: string): [string, string][] {
+  const out: [string, string][] = [];
+  for (const w of words(text)) {
+    const token = analyzeWord(w);
+    if (token !== null) out.push([w, token]);
+  }
+  return out;
+}
+
 /** Version tag of the analyzer; stored with a collection so a changed analyzer triggers a re-weighting. */
 export const ANALYZER_VERSION = 'en-porter-v1';

@@ -19,7 +19,8 @@ import { createSearchHandler } from '../../functions/search/handler.js';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { readStatus } from '../../shared/src/ingest/knowledge-base.js';
-import { int, type OptionSpec, parse, str } from './args.js';
+import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
+import { int, type OptionSpec, oneOf, parse, str } from './args.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';
 
@@ -101,6 +102,8 @@ export interface ServeOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Vector store in memory (tests). */
   inMemory?: boolean;
+  /** Where the collections live (`PGVECTOR_*` / `MILVUS_*` in `env` for a server). @default 'pglite' */
+  store?: StoreKind;
 }
 
 /** A running server. */
@@ -215,6 +218,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     ...(options.documentsDir && { documentsDir: resolve(options.documentsDir) }),
     ...(options.env && { env: options.env }),
     ...(options.inMemory && { inMemory: true }),
+    ...(options.store !== undefined && { store: options.store }),
   });
   await bindLocalQueues(runtime);
   const prices = parsePricesEnv(options.env ?? {});
@@ -380,6 +384,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   };
 }
 
+/** Where the served collections live, for the banner (no secrets). */
+function storeLabel(store: StoreKind, env: Readonly<Record<string, string | undefined>>): string {
+  if (store === 'pgvector') {
+    return `pgvector at ${env.PGVECTOR_HOST ?? 'localhost'}:${env.PGVECTOR_PORT ?? '5432'}/${env.PGVECTOR_DB ?? 'postgres'}`;
+  }
+  if (store === 'milvus') return `milvus at ${env.MILVUS_URI ?? '(MILVUS_URI unset)'}`;
+  return 'pglite (embedded)';
+}
+
 /**
  * `ai4rag serve [--port N] [--host 127.0.0.1] [--data-dir D] [--token T] [--pattern FILE] [--collection C]
  * [--rerank MODEL] [--rerank-url URL] [--rerank-candidates N] [--prices FILE]`: runs until SIGINT/SIGTERM. The price
@@ -397,6 +410,7 @@ export async function runServe(
   let p: ReturnType<typeof parse>;
   let port: number;
   let overrides: Record<string, string> = {};
+  let store: StoreKind;
   try {
     p = parse(argv, SERVE_OPTIONS);
     port = int(p, 'port', 8787);
@@ -409,6 +423,19 @@ export async function runServe(
     overrides = { ...overrides, ...serveRerankEnv(p) };
     const prices = await cliPrices(p);
     if (prices !== undefined) overrides.AI4RAG_PRICES = JSON.stringify(prices);
+    // --store, else AI4RAG_STORE (as the other commands): a server store is served, not the embedded one.
+    const fromEnv = ENV.AI4RAG_STORE?.trim();
+    if (fromEnv && str(p, 'store') === undefined && !STORE_KINDS.includes(fromEnv as StoreKind)) {
+      throw new ValidationError(
+        `AI4RAG_STORE must be one of ${STORE_KINDS.join(', ')}; got "${fromEnv}"`,
+      );
+    }
+    store = oneOf<StoreKind>(
+      p,
+      'store',
+      STORE_KINDS,
+      (fromEnv as StoreKind | undefined) || 'pglite',
+    );
   } catch (error) {
     io.err(`ai4rag serve: ${(error as Error).message}`);
     return 2;
@@ -424,8 +451,11 @@ export async function runServe(
     token,
     env: { ...ENV, ...overrides },
     ...(documentsDir && { documentsDir }),
+    store,
   });
-  io.out(`ai4rag API on ${running.url} (collection ${running.runtime.config.collection})`);
+  io.out(
+    `ai4rag API on ${running.url} (collection ${running.runtime.config.collection}, store ${storeLabel(store, ENV)})`,
+  );
   if (!given) io.out(`token (generated): ${token}`);
   io.out('Routes (Authorization: Bearer <token>, except /health):');
   for (const r of ROUTES) io.out(`  ${r.method.padEnd(6)} ${r.resource}`);

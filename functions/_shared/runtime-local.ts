@@ -36,6 +36,13 @@ export interface LocalRuntimeOptions {
   env?: EnvRecord;
   /** Keep the vector store in memory (tests). @default false */
   inMemory?: boolean;
+  /**
+   * Where collections live: PGlite in `<dataDir>/pglite` (default), a PostgreSQL server with pgvector
+   * (`PGVECTOR_*` in `env`) or Milvus (`MILVUS_*` in `env`); each server collection is opened with its own
+   * connection, owned by the store.
+   * @default 'pglite'
+   */
+  store?: 'pglite' | 'pgvector' | 'milvus';
 }
 
 /** The local runtime, with its in-process queues exposed so the caller binds them to the local handlers. */
@@ -51,7 +58,8 @@ export interface LocalRuntime extends Runtime {
  */
 export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
   const env = options.env ?? {};
-  const fenv = parseFunctionEnv({ ...env, AI4RAG_STORE: 'pglite' });
+  const kind = options.store ?? 'pglite';
+  const fenv = parseFunctionEnv({ ...env, AI4RAG_STORE: kind });
   const config = runtimeConfig(fenv);
   const dataDir = resolve(options.dataDir);
   const apiKey: ApiKeySource = async () => fenv.openaiApiKey;
@@ -82,13 +90,23 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     openStore(collection, embedder, openOptions = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());
       return stores(`${collection}\u0000${embedder.modelId}`, async () => {
-        const { PgVectorStore } = await loadLocalStore();
-        const store = await PgVectorStore.create({
-          client: await client(),
-          embedder,
-          collectionName: collection,
-          createIfMissing: openOptions.createIfMissing ?? false,
-        });
+        const { PgVectorStore, openServerStore } = await loadLocalStore();
+        const createIfMissing = openOptions.createIfMissing ?? false;
+        const store =
+          kind === 'pglite'
+            ? await PgVectorStore.create({
+                client: await client(),
+                embedder,
+                collectionName: collection,
+                createIfMissing,
+              })
+            : await openServerStore({
+                kind,
+                env,
+                embedder,
+                collectionName: collection,
+                createIfMissing,
+              });
         openedStores.push(store);
         return store;
       });

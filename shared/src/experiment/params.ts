@@ -7,7 +7,13 @@ import { createHash } from 'node:crypto';
 import type { ChunkingMethod, ChunkingOptions } from '../chunking/types.js';
 import { ValidationError } from '../errors.js';
 import { DEFAULT_TEMPLATES, type PromptTemplates } from '../generation/templates.js';
-import { type ModelRef, RERANKER_SENTINELS } from '../optimizer/search-space.js';
+import type { FoundationModel } from '../generation/types.js';
+import {
+  type ModelRef,
+  NO_QUERY_TRANSFORM,
+  RERANKER_SENTINELS,
+} from '../optimizer/search-space.js';
+import type { QueryTransformKind } from '../retrieval/query-transform.js';
 import { defaultRerankCandidates } from '../retrieval/rerank.js';
 import type { RetrieverOptions } from '../retrieval/retriever.js';
 import type { RankerStrategy, SearchMode } from '../vectorstores/types.js';
@@ -32,6 +38,8 @@ export interface TrialSettings {
     rankerAlpha: number;
     /** Absent when not reranked; else `candidates` passages are fetched and reranked to `numberOfChunks`. */
     reranker?: { model: string; candidates: number };
+    /** The query transform (`none`: the query is searched as it is). */
+    queryTransform: QueryTransformKind;
   };
 }
 
@@ -108,8 +116,18 @@ export function trialSettings(config: TrialConfig): TrialSettings {
       rankerK: num(config, 'ranker_k', 0),
       rankerAlpha: num(config, 'ranker_alpha', 1),
       ...(rerank !== undefined && { reranker: rerank }),
+      queryTransform: str<QueryTransformKind>(config, 'query_transform', NO_QUERY_TRANSFORM),
     },
   };
+}
+
+/**
+ * The pattern's and RAG params' query-transform key: absent for `none`, so the cache keys and patterns of
+ * configurations without a transform stay as before.
+ */
+function queryTransformParams(s: TrialSettings) {
+  const t = s.retrieval.queryTransform;
+  return t === NO_QUERY_TRANSFORM ? {} : { query_transform: t };
 }
 
 /** The pattern's and RAG params' reranker block: absent without reranking, so such keys stay as before. */
@@ -149,6 +167,7 @@ export function ragParams(s: TrialSettings, templates: PromptTemplates = DEFAULT
       ranker_k: s.retrieval.rankerK,
       ranker_alpha: s.retrieval.rankerAlpha,
       ...rerankerParams(s),
+      ...queryTransformParams(s),
     },
     generation: {
       model_id: s.foundationModel,
@@ -203,11 +222,16 @@ export function resultCacheKey(
 
 /**
  * The retriever options of a trial. With a reranker the retriever fetches its candidates (the RAG template
- * reranks them down to `numberOfChunks`).
+ * reranks them down to `numberOfChunks`). A query transform other than `none` is included; `multi_query` and
+ * `hyde` write through `model` (the trial's foundation model).
  */
-export function retrieverOptions(s: TrialSettings): RetrieverOptions {
+export function retrieverOptions(s: TrialSettings, model?: FoundationModel): RetrieverOptions {
   const r = s.retrieval;
+  const t = r.queryTransform;
   return {
+    ...(t !== NO_QUERY_TRANSFORM && {
+      queryTransform: { kind: t, ...(model !== undefined && { model }) },
+    }),
     numberOfChunks: r.reranker?.candidates ?? r.numberOfChunks,
     method: r.method,
     windowSize: r.windowSize,
@@ -252,6 +276,7 @@ export function patternSettings(
       ...(r.searchMode === 'hybrid' &&
         r.rankerStrategy === 'weighted' && { ranker_alpha: r.rankerAlpha }),
       ...rerankerParams(s),
+      ...queryTransformParams(s),
     },
     generation: gen,
   };

@@ -231,6 +231,8 @@ function settingsRows(pattern: PatternPayload): [string, unknown][] {
   if (s.retrieval.ranker_k !== undefined) rows.push(['Ranker k', s.retrieval.ranker_k]);
   if (s.retrieval.ranker_alpha !== undefined) rows.push(['Ranker alpha', s.retrieval.ranker_alpha]);
   if (s.retrieval.reranker !== undefined) rows.push(['Reranker', rerankerText(s)]);
+  if (s.retrieval.query_transform !== undefined)
+    rows.push(['Query transform', s.retrieval.query_transform]);
   rows.push(
     ['Foundation model', s.generation.model_id],
     ['Temperature', s.generation.temperature],
@@ -287,6 +289,9 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
     data.optimization_metric,
   );
   const reranked = entries.some((e) => e.pattern.settings.retrieval.reranker !== undefined);
+  const transformed = entries.some(
+    (e) => e.pattern.settings.retrieval.query_transform !== undefined,
+  );
   const configHead = [
     'Chunking method',
     'Chunk size',
@@ -300,6 +305,8 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
     'Ranker alpha',
     // Only when some pattern reranks, so reports of experiments without reranking keep their columns.
     ...(reranked ? ['Reranker'] : []),
+    // Likewise only when some pattern transforms its queries.
+    ...(transformed ? ['Query transform'] : []),
     'Foundation model',
   ];
   // Only when the trials recorded tokens, so reports of older experiments keep their columns.
@@ -326,6 +333,7 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
       s.retrieval.ranker_k,
       s.retrieval.ranker_alpha,
       ...(reranked ? [rerankerText(s)] : []),
+      ...(transformed ? [s.retrieval.query_transform ?? 'none'] : []),
       s.generation.model_id,
     ];
     return (

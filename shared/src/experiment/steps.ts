@@ -36,6 +36,7 @@ import {
   parseSearchSpaceOverrides,
 } from '../optimizer/search-space.js';
 import { getJson, type ObjectStore, putJson } from '../ports/object-store.js';
+import type { QueryTransformReport } from '../retrieval/query-transform.js';
 import type { Reranker } from '../retrieval/rerank.js';
 import { Retriever } from '../retrieval/retriever.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -860,7 +861,11 @@ async function trialUsage(
   settings: TrialSettings,
   questions: readonly BenchmarkQuestion[],
   answers: readonly (
-    | { ok: true; usage?: { promptTokens: number; completionTokens: number } | undefined }
+    | {
+        ok: true;
+        usage?: { promptTokens: number; completionTokens: number } | undefined;
+        transform?: QueryTransformReport;
+      }
     | { ok: false }
   )[],
   judge: { modelId: string; usage: JudgeUsage } | undefined,
@@ -877,6 +882,21 @@ async function trialUsage(
       unreportedCalls: answered.length - reported.length,
     },
   ];
+  // The chat calls of multi_query / hyde, made by the trial's foundation model.
+  const transformed = answered.flatMap((a) =>
+    a.transform?.kind === 'hyde' || a.transform?.kind === 'multi_query' ? [a.transform] : [],
+  );
+  if (transformed.length > 0) {
+    const tReported = transformed.flatMap((t) => (t.usage === undefined ? [] : [t.usage]));
+    rows.push({
+      modelId: settings.foundationModel,
+      role: 'query_transform',
+      calls: transformed.length,
+      promptTokens: tReported.reduce((n, u) => n + u.promptTokens, 0),
+      completionTokens: tReported.reduce((n, u) => n + u.completionTokens, 0),
+      unreportedCalls: transformed.length - tReported.length,
+    });
+  }
   if (judge !== undefined) {
     rows.push({
       modelId: judge.modelId,
@@ -950,7 +970,7 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
     }
     const reranker = rr === undefined ? undefined : await deps.reranker?.(rr.model);
     const rag = new SimpleRAG({
-      retriever: new Retriever(store, retrieverOptions(settings)),
+      retriever: new Retriever(store, retrieverOptions(settings, model)),
       model,
       templates: DEFAULT_TEMPLATES,
       // No fallback: a question the reranker failed on fails (and is recorded), rather than being scored as if
@@ -963,7 +983,13 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
     const answers = await mapLimit(questions, state.input.questionConcurrency, async (q) => {
       try {
         const a = await rag.generate(q.question);
-        return { ok: true as const, answer: a.answer, refs: a.referenceDocuments, usage: a.usage };
+        return {
+          ok: true as const,
+          answer: a.answer,
+          refs: a.referenceDocuments,
+          usage: a.usage,
+          ...(a.queryTransform && { transform: a.queryTransform }),
+        };
       } catch (error) {
         return { ok: false as const, error: describeError(error) };
       }

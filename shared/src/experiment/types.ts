@@ -59,6 +59,8 @@ export interface PatternSettings {
     ranker_alpha?: number;
     /** Cross-encoder reranking of `candidates` fused passages down to `number_of_chunks`. */
     reranker?: { model_id: string; candidates: number };
+    /** A query transform (`multi_query`, `hyde`, `rm3`) whose results are fused with the query's; absent: none. */
+    query_transform?: string;
   };
   generation: {
     model_id: string;
@@ -94,7 +96,7 @@ export interface EvaluationRecord {
 }
 
 /** What a model was used for in a trial. */
-export type UsageRole = 'generation' | 'judge' | 'embedding';
+export type UsageRole = 'generation' | 'query_transform' | 'judge' | 'embedding';
 
 /** The tokens one model spent in one role, and their cost when the price table knows the model. */
 export interface ModelUsage {

@@ -11,7 +11,7 @@ import { approxTextTokens, costOf, type PriceTable } from '../pricing.js';
 import type { ExperimentUsage, ModelUsage, TrialRecord, UsageRole, UsageSummary } from './types.js';
 
 /** Order of the roles in a summary. */
-const ROLE_ORDER: readonly UsageRole[] = ['generation', 'judge', 'embedding'];
+const ROLE_ORDER: readonly UsageRole[] = ['generation', 'query_transform', 'judge', 'embedding'];
 
 /** One model's tokens in one role, before pricing. */
 export interface ModelUsageInput {

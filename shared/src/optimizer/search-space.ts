@@ -1,5 +1,6 @@
 import { CHUNKING_LIMITS, CHUNKING_METHODS } from '../chunking/limits.js';
 import { ValidationError } from '../errors.js';
+import { QUERY_TRANSFORMS } from '../retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
 import { mulberry32 } from '../util/random.js';
 
@@ -45,7 +46,8 @@ export type Rule = (combination: Record<string, unknown>) => boolean;
  * order of the Cartesian product: the last name varies fastest), plus `reranker` and `rerank_candidates`
  * (not in ai4rag and not in the default space: a space has them only when an override lists them; a
  * combination without `reranker` is not reranked, one without `rerank_candidates` reranks
- * `defaultRerankCandidates(number_of_chunks)` candidates).
+ * `defaultRerankCandidates(number_of_chunks)` candidates), and `query_transform` (`none`, `multi_query`,
+ * `hyde`, `rm3`; likewise only from an override; absent means `none`).
  */
 export const PARAM_NAMES = Object.freeze({
   FOUNDATION_MODEL: 'foundation_model',
@@ -62,6 +64,7 @@ export const PARAM_NAMES = Object.freeze({
   RANKER_ALPHA: 'ranker_alpha',
   RERANKER: 'reranker',
   RERANK_CANDIDATES: 'rerank_candidates',
+  QUERY_TRANSFORM: 'query_transform',
 } as const);
 
 /** One of {@link PARAM_NAMES}' values. */
@@ -336,7 +339,45 @@ export function ruleRerankCandidatesAtLeastNumberOfChunks(c: Record<string, unkn
   );
 }
 
-/** ai4rag's seven built-in rules, in its order, then rules 8 and 9 (reranking). User rules come after them. */
+/** The "no query transform" value of `query_transform` (the default of a combination without it). */
+export const NO_QUERY_TRANSFORM = 'none';
+
+/**
+ * A foundation model that only copies text (`local/…`, e.g. the local extractive model) cannot write rewrites
+ * or a hypothetical passage.
+ */
+function isLocalFoundationModel(v: unknown): boolean {
+  const id = isModelRef(v) ? v.modelId : typeof v === 'string' ? v : undefined;
+  return id !== undefined && (id === 'local' || id.startsWith('local/'));
+}
+
+/**
+ * Rule 10 (ours; ai4rag has no query transforms): `query_transform` `rm3` needs a keyword leg, i.e.
+ * `search_mode` `hybrid` (RM3 reads its feedback from the keyword ranking and runs its expanded query as a
+ * keyword query). A missing `search_mode` counts as `vector` (the trial default), so it fails. Passes when
+ * `query_transform` is missing.
+ */
+export function ruleRm3NeedsKeywordLeg(c: Record<string, unknown>): boolean {
+  if (c[PARAM_NAMES.QUERY_TRANSFORM] !== 'rm3') return true;
+  return c[PARAM_NAMES.SEARCH_MODE] === 'hybrid';
+}
+
+/**
+ * Rule 11 (ours): `query_transform` `multi_query` or `hyde` needs a chat model endpoint: the foundation model
+ * writes the rewrites or the hypothetical passage, which a `local/…` model (the local extractive model only
+ * copies sentences of its context) cannot. Passes when either key is missing.
+ */
+export function ruleChatTransformNeedsChatModel(c: Record<string, unknown>): boolean {
+  const t = c[PARAM_NAMES.QUERY_TRANSFORM];
+  if (t !== 'multi_query' && t !== 'hyde') return true;
+  if (!has(c, PARAM_NAMES.FOUNDATION_MODEL)) return true;
+  return !isLocalFoundationModel(c[PARAM_NAMES.FOUNDATION_MODEL]);
+}
+
+/**
+ * ai4rag's seven built-in rules, in its order, then rules 8 and 9 (reranking) and 10 and 11 (query
+ * transforms). User rules come after them.
+ */
 export const BUILT_IN_RULES: readonly Rule[] = Object.freeze([
   ruleChunkOverlapForChunkingMethod,
   ruleChunkSizeBiggerThanChunkOverlap,
@@ -347,6 +388,8 @@ export const BUILT_IN_RULES: readonly Rule[] = Object.freeze([
   ruleRankerAlphaForWeightedOnly,
   ruleRerankCandidatesForRerankerOnly,
   ruleRerankCandidatesAtLeastNumberOfChunks,
+  ruleRm3NeedsKeywordLeg,
+  ruleChatTransformNeedsChatModel,
 ]);
 
 /** Options of {@link defaultSearchSpace}. */
@@ -622,6 +665,7 @@ const VALIDATORS: Record<ParamName, Validator> = {
       ? undefined
       : `must be '${RERANKER_SENTINELS.model}' or a reranker model id (optionally model@endpoint)`,
   rerank_candidates: intIn(1, RERANK_CANDIDATES.MAX, RERANKER_SENTINELS.candidates),
+  query_transform: oneOf(QUERY_TRANSFORMS),
 };
 
 /**

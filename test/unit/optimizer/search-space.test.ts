@@ -177,7 +177,7 @@ describe('default search space', () => {
 });
 
 describe('built-in rules', () => {
-  it('lists the seven rules in ai4rag order, then the two reranking rules', () => {
+  it('lists the seven rules in ai4rag order, then the reranking and query-transform rules', () => {
     // Assess
     expect(BUILT_IN_RULES.map((r) => r.name)).toEqual([
       'ruleChunkOverlapForChunkingMethod',
@@ -189,6 +189,8 @@ describe('built-in rules', () => {
       'ruleRankerAlphaForWeightedOnly',
       'ruleRerankCandidatesForRerankerOnly',
       'ruleRerankCandidatesAtLeastNumberOfChunks',
+      'ruleRm3NeedsKeywordLeg',
+      'ruleChatTransformNeedsChatModel',
     ]);
   });
 
@@ -352,7 +354,7 @@ describe('createSearchSpace', () => {
     const space = createSearchSpace(params, { rules: [(c) => c.search_mode === 'vector'] });
 
     // Assess
-    expect(space.rules).toHaveLength(10);
+    expect(space.rules).toHaveLength(12);
     expect(space.size()).toBe(24);
   });
 
@@ -459,7 +461,7 @@ describe('overrides', () => {
         "'number_of_chunks' must be a non-empty array of values, got 3; " +
         "'ranker_k' value 101 must be an integer in 1..100 or the sentinel 0; " +
         "'search_mode' value 'graph' must be one of 'vector', 'hybrid'; " +
-        "unknown parameter 'temperature' (allowed: foundation_model, embedding_model, chunking_method, chunk_size, chunk_overlap, retrieval_method, window_size, number_of_chunks, search_mode, ranker_strategy, ranker_k, ranker_alpha, reranker, rerank_candidates).",
+        "unknown parameter 'temperature' (allowed: foundation_model, embedding_model, chunking_method, chunk_size, chunk_overlap, retrieval_method, window_size, number_of_chunks, search_mode, ranker_strategy, ranker_k, ranker_alpha, reranker, rerank_candidates, query_transform).",
     );
     expect(() => parseSearchSpaceOverrides([1])).toThrow(/must be a JSON object/);
     expect(() => parseSearchSpaceOverrides({ window_size: [1.5] })).toThrow(

@@ -40,6 +40,7 @@ import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-stor
 import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
 import type { SearchParams } from '../shared/src/vectorstores/types.js';
 import { buildBundle, coldImportMs, type FunctionBundle, functionBundles } from './bundles.js';
+import { percentile, recording, timeSearch } from './measure.js';
 import { startPostgres } from './postgres.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -49,39 +50,6 @@ const QUERIES = Number(ENV.BENCH_QUERIES ?? 150);
 const ROUNDS = Number(ENV.BENCH_ROUNDS ?? 3);
 /** Fresh processes per bundle for the cold import time (its median is reported). */
 const IMPORT_RUNS = Number(ENV.BENCH_IMPORT_RUNS ?? 3);
-
-interface Recorded {
-  text: string;
-  params: unknown[] | undefined;
-}
-
-interface RecordingClient extends SqlClient {
-  /** Statements issued while `on` is true. */
-  readonly log: Recorded[];
-  on: boolean;
-}
-
-/** Wraps a SqlClient and records every statement while `on` is true (inside transactions too). */
-function recording(inner: SqlClient): RecordingClient {
-  const log: Recorded[] = [];
-  const wrap = (c: SqlClient, rec: { on: boolean }): SqlClient => ({
-    dialect: c.dialect,
-    async query<R>(text: string, params?: unknown[]) {
-      if (rec.on) log.push({ text, params });
-      return c.query<R>(text, params);
-    },
-    transaction: <T>(fn: (tx: SqlClient) => Promise<T>) => c.transaction((tx) => fn(wrap(tx, rec))),
-    close: () => c.close(),
-  });
-  const client = { log, on: false } as RecordingClient;
-  return Object.assign(client, wrap(inner, client));
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[idx] as number;
-}
 
 const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 
@@ -171,39 +139,6 @@ async function timeIngest(
     await client.close();
     throw error;
   }
-}
-
-async function timeSearch(
-  store: PgVectorStore,
-  rec: RecordingClient,
-  queries: string[],
-  params: SearchParams,
-) {
-  const ours: number[] = [];
-  const raw: number[] = [];
-  for (const q of queries.slice(0, 5)) await store.search(q, params); // warm-up (lazy index builds, caches)
-  for (let round = 0; round < ROUNDS; round += 1) {
-    for (const q of queries) {
-      rec.log.length = 0;
-      rec.on = true;
-      const t0 = performance.now();
-      await store.search(q, params);
-      ours.push(performance.now() - t0);
-      rec.on = false;
-      const statements = [...rec.log];
-      const t1 = performance.now();
-      for (const s of statements) await rec.query(s.text, s.params);
-      raw.push(performance.now() - t1);
-    }
-  }
-  ours.sort((a, b) => a - b);
-  raw.sort((a, b) => a - b);
-  return {
-    p50: percentile(ours, 50),
-    p95: percentile(ours, 95),
-    rawP50: percentile(raw, 50),
-    rawP95: percentile(raw, 95),
-  };
 }
 
 async function main(): Promise<void> {
@@ -311,7 +246,12 @@ async function main(): Promise<void> {
         ['vector', { k: 10, searchMode: 'vector' }],
         ['hybrid', { k: 10, searchMode: 'hybrid', rankerStrategy: 'rrf', rankerK: 60 }],
       ] as const) {
-        const s = await timeSearch(store, rec, queries, params as SearchParams);
+        const s = await timeSearch(
+          (q) => store.search(q, params as SearchParams),
+          rec,
+          queries,
+          ROUNDS,
+        );
         rows.push(
           `search  ${target.label.padEnd(28)} ${mode.padEnd(6)} p50 ${fmt(s.p50)} ms p95 ${fmt(s.p95)} ms | raw SQL p50 ${fmt(s.rawP50)} ms p95 ${fmt(s.rawP95)} ms | ratio p50 ${fmt(s.p50 / s.rawP50)} p95 ${fmt(s.p95 / s.rawP95)} (target <= 1.3)`,
         );
@@ -393,7 +333,10 @@ async function measureBundle(
   return { bytes: bundle.bytes, importMs: percentile(times, 50) };
 }
 
-if (process.argv.includes('--bundles')) {
+if (process.argv.includes('--scale')) {
+  const { runScale } = await import('./scale.js');
+  await runScale(process.argv.slice(2));
+} else if (process.argv.includes('--bundles')) {
   await bundleSizes();
 } else {
   await main();

@@ -1,0 +1,87 @@
+/**
+ * Measuring helpers shared by the benches: a SqlClient that records the statements a search issues, so they can
+ * be replayed alone (the raw-SQL baseline), and search latency percentiles of ours against that replay.
+ */
+import type { SqlClient } from '../shared/src/vectorstores/sql-client.js';
+
+interface Recorded {
+  text: string;
+  params: unknown[] | undefined;
+}
+
+/** A SqlClient recording every statement while `on` is true (inside transactions too). */
+export interface RecordingClient extends SqlClient {
+  /** Statements issued while `on` is true. */
+  readonly log: Recorded[];
+  on: boolean;
+}
+
+/** Wraps a SqlClient and records every statement while `on` is true (inside transactions too). */
+export function recording(inner: SqlClient): RecordingClient {
+  const log: Recorded[] = [];
+  const wrap = (c: SqlClient, rec: { on: boolean }): SqlClient => ({
+    dialect: c.dialect,
+    async query<R>(text: string, params?: unknown[]) {
+      if (rec.on) log.push({ text, params });
+      return c.query<R>(text, params);
+    },
+    transaction: <T>(fn: (tx: SqlClient) => Promise<T>) => c.transaction((tx) => fn(wrap(tx, rec))),
+    ...(c.session !== undefined && { session: c.session }),
+    close: () => c.close(),
+  });
+  const client = { log, on: false } as RecordingClient;
+  return Object.assign(client, wrap(inner, client));
+}
+
+/** The p-th percentile (nearest rank) of sorted values. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx] as number;
+}
+
+/** Latency percentiles of ours and of the raw SQL replay, in ms. */
+export interface SearchTiming {
+  p50: number;
+  p95: number;
+  rawP50: number;
+  rawP95: number;
+}
+
+/**
+ * Times `search` (e.g. `(q) => store.search(q, params)`) for each query (after 5 warm-up queries), `rounds`
+ * times, and right after each search the statements it issued, replayed alone on the same connection (ours / raw
+ * = our overhead beyond the SQL).
+ */
+export async function timeSearch(
+  search: (query: string) => Promise<unknown>,
+  rec: RecordingClient,
+  queries: string[],
+  rounds = 3,
+): Promise<SearchTiming> {
+  const ours: number[] = [];
+  const raw: number[] = [];
+  for (const q of queries.slice(0, 5)) await search(q);
+  for (let round = 0; round < rounds; round += 1) {
+    for (const q of queries) {
+      rec.log.length = 0;
+      rec.on = true;
+      const t0 = performance.now();
+      await search(q);
+      ours.push(performance.now() - t0);
+      rec.on = false;
+      const statements = [...rec.log];
+      const t1 = performance.now();
+      for (const s of statements) await rec.query(s.text, s.params);
+      raw.push(performance.now() - t1);
+    }
+  }
+  ours.sort((a, b) => a - b);
+  raw.sort((a, b) => a - b);
+  return {
+    p50: percentile(ours, 50),
+    p95: percentile(ours, 95),
+    rawP50: percentile(raw, 50),
+    rawP95: percentile(raw, 95),
+  };
+}

@@ -1,0 +1,283 @@
+/**
+ * `npm run bench -- --scale [--sizes 20000,50000] [--queries 60] [--stores pglite,pgvector]`: how search and
+ * ingest cost grow with the collection, measured side by side in one run on PGlite and on the PostgreSQL server.
+ *
+ * One collection per store grows through the sizes (the real pipeline: `ingestDocuments`, staged writes, BM25
+ * statistics). At each size it reports: the ingest rate of that segment (the first into a fresh collection, the
+ * next into one that may hold the HNSW index: the incremental rate), the first search after ingestion (it must
+ * build nothing), the explicit `buildIndex` time, and p50 / p95 of keyword, hybrid and vector search with the
+ * ratio to the raw SQL they issued (replayed alone). The last lines fit the growth exponent of each p50
+ * (least squares on log p50 against log N; 1 = linear, the goal for keyword and hybrid is ≤ 0.3).
+ *
+ * The corpus is synthetic and deterministic: documents of 120–250 words drawn from a Zipf(1.1) vocabulary of
+ * 50,000 pseudo-words (the shape of natural text's term frequencies), queries of 3–6 mid-frequency words; the local
+ * embedder. Latency, not quality, is measured here (quality: `ai4rag eval-retrieval` on SciFact).
+ */
+import pg from 'pg';
+import { createChunker } from '../shared/src/chunking/index.js';
+import type { ChunkingOptions } from '../shared/src/chunking/types.js';
+import { ENV } from '../shared/src/config.js';
+import type { LoadedDocument } from '../shared/src/documents/types.js';
+import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../shared/src/embeddings/factory.js';
+import { ingestDocuments } from '../shared/src/ingest/pipeline.js';
+import { mulberry32 } from '../shared/src/util/random.js';
+import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
+import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
+import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
+import { recording, type SearchTiming, timeSearch } from './measure.js';
+import { startPostgres } from './postgres.js';
+
+const VOCABULARY = 50_000;
+/** Larger than any synthetic document: one chunk per document, so the size is the chunk count. */
+const CHUNKING: ChunkingOptions = { method: 'recursive', chunkSize: 2048, chunkOverlap: 0 };
+const chunker = createChunker(CHUNKING);
+const ZIPF_S = 1.1;
+
+/** Options of {@link runScale}, from the command line. */
+export interface ScaleOptions {
+  sizes: number[];
+  queries: number;
+  stores: ('pglite' | 'pgvector')[];
+}
+
+/** Parses `--sizes`, `--queries`, `--stores` (defaults: 20000,50000; 60; pglite,pgvector). */
+export function parseScaleArgs(argv: readonly string[]): ScaleOptions {
+  const value = (flag: string) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const sizes = (value('--sizes') ?? '20000,50000').split(',').map((s) => Number(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1000) || sizes.length === 0) {
+    throw new Error(`--sizes must be integers ≥ 1000, got "${value('--sizes')}"`);
+  }
+  const queries = Number(value('--queries') ?? 60);
+  if (!Number.isInteger(queries) || queries < 5) {
+    throw new Error(`--queries must be an integer ≥ 5, got "${value('--queries')}"`);
+  }
+  const stores = (value('--stores') ?? 'pglite,pgvector').split(',').map((s) => s.trim());
+  for (const s of stores) {
+    if (s !== 'pglite' && s !== 'pgvector') {
+      throw new Error(`--stores takes pglite and pgvector, got "${s}"`);
+    }
+  }
+  return {
+    sizes: [...sizes].sort((a, b) => a - b),
+    queries,
+    stores: stores as ScaleOptions['stores'],
+  };
+}
+
+/** Pseudo-words, and a sampler of their indices with Zipf(s) frequencies. */
+function zipfSampler(seed: number): { word: (i: number) => string; draw: () => number } {
+  const weights = Array.from({ length: VOCABULARY }, (_, i) => 1 / (i + 1) ** ZIPF_S);
+  const cumulative = new Float64Array(VOCABULARY);
+  let total = 0;
+  for (let i = 0; i < VOCABULARY; i += 1) {
+    total += weights[i] as number;
+    cumulative[i] = total;
+  }
+  const random = mulberry32(seed);
+  const syllables = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qui', 'dor'];
+  const word = (i: number) => {
+    let n = i + 1;
+    let out = '';
+    while (n > 0) {
+      out += syllables[n % syllables.length];
+      n = Math.floor(n / syllables.length);
+    }
+    return out;
+  };
+  const draw = () => {
+    const x = random() * total;
+    let lo = 0;
+    let hi = VOCABULARY - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((cumulative[mid] as number) < x) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  return { word, draw };
+}
+
+/** `count` synthetic documents starting at ordinal `from` (deterministic per ordinal range and seed). */
+function documents(
+  from: number,
+  count: number,
+  sampler: ReturnType<typeof zipfSampler>,
+): LoadedDocument[] {
+  const random = mulberry32(from + 1);
+  const docs: LoadedDocument[] = [];
+  for (let d = from; d < from + count; d += 1) {
+    const words = 120 + Math.floor(random() * 130);
+    const text = Array.from({ length: words }, () => sampler.word(sampler.draw())).join(' ');
+    const key = `synthetic/${String(d).padStart(8, '0')}.txt`;
+    docs.push({
+      key,
+      title: key,
+      format: 'txt',
+      text,
+      blocks: [{ type: 'paragraph', text }],
+      contentHash: `h${d}`,
+    });
+  }
+  return docs;
+}
+
+function queriesOf(count: number, sampler: ReturnType<typeof zipfSampler>): string[] {
+  const random = mulberry32(7);
+  return Array.from({ length: count }, () => {
+    const n = 3 + Math.floor(random() * 4);
+    // Mid-frequency terms: ranks 50..5000 (stop-word-like heads and hapaxes excluded).
+    return Array.from({ length: n }, () => sampler.word(50 + Math.floor(random() * 4950))).join(
+      ' ',
+    );
+  });
+}
+
+/** Least-squares slope of log y against log x. */
+export function growthExponent(points: readonly { n: number; y: number }[]): number {
+  const xs = points.map((p) => Math.log(p.n));
+  const ys = points.map((p) => Math.log(p.y));
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < xs.length; i += 1) {
+    num += ((xs[i] as number) - mx) * ((ys[i] as number) - my);
+    den += ((xs[i] as number) - mx) ** 2;
+  }
+  return den === 0 ? Number.NaN : num / den;
+}
+
+/** The three searches timed: BM25 alone, hybrid (RRF), dense. */
+const MODES: [string, (store: PgVectorStore, q: string) => Promise<unknown>][] = [
+  ['keyword', (store, q) => store.keywordSearch(q, { k: 10 })],
+  ['hybrid', (store, q) => store.search(q, { k: 10, searchMode: 'hybrid', rankerStrategy: 'rrf' })],
+  ['vector', (store, q) => store.search(q, { k: 10, searchMode: 'vector' })],
+];
+
+interface Row {
+  store: string;
+  chunks: number;
+  ingestRate: number;
+  segment: 'fresh' | 'incremental';
+  firstSearchMs: number;
+  indexSeconds: number;
+  indexReason: string;
+  timings: Record<string, SearchTiming>;
+}
+
+const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+
+/** Runs the scale bench and prints its table. */
+export async function runScale(argv: readonly string[]): Promise<void> {
+  const options = parseScaleArgs(argv);
+  const sampler = zipfSampler(42);
+  const queries = queriesOf(options.queries, sampler);
+  const embedder = await createEmbedder(DEFAULT_EMBEDDING_MODEL);
+  console.log(
+    `ai4rag bench --scale — sizes ${options.sizes.join(', ')} chunks; synthetic Zipf(${ZIPF_S}) corpus of ${VOCABULARY} pseudo-words; ${embedder.modelId}; ${queries.length} queries per mode; k = 10\n`,
+  );
+  const server = options.stores.includes('pgvector') ? startPostgres() : undefined;
+  const targets: { label: string; open: () => Promise<SqlClient> }[] = [];
+  if (options.stores.includes('pglite'))
+    targets.push({ label: 'PGlite', open: () => openPglite({}) });
+  if (server) {
+    const cfg = pgVectorConfigFromEnv({ ...ENV, ...server.env });
+    targets.push({
+      label: 'PostgreSQL',
+      open: async () =>
+        fromPgPool(
+          new pg.Pool({
+            host: cfg.host,
+            port: cfg.port,
+            database: cfg.database,
+            user: cfg.user,
+            ...(cfg.password !== undefined && { password: cfg.password }),
+            max: 4,
+          }),
+          { ownsPool: true },
+        ),
+    });
+  } else if (options.stores.includes('pgvector')) {
+    console.log('PostgreSQL: skipped (no PGVECTOR_HOST, and not root to start one)\n');
+  }
+  const rows: Row[] = [];
+  try {
+    for (const target of targets) {
+      const client = recording(await target.open());
+      const name = `ai4rag_scale_${Date.now().toString(36)}`;
+      const store = await PgVectorStore.create({ client, embedder, collectionName: name });
+      try {
+        let docsSoFar = 0;
+        let chunks = 0;
+        for (const [i, size] of options.sizes.entries()) {
+          const count = size - chunks;
+          const t0 = performance.now();
+          for (let b = 0; b < count; b += 2000) {
+            const batch = documents(docsSoFar + b, Math.min(2000, count - b), sampler);
+            await ingestDocuments(batch, {
+              store,
+              chunking: CHUNKING,
+              chunk: (doc) => chunker.chunk(doc),
+              buildIndex: false,
+            });
+          }
+          const ingestSeconds = (performance.now() - t0) / 1000;
+          docsSoFar += count;
+          chunks = (await store.stats()).chunks;
+          const t1 = performance.now();
+          await store.search(queries[0] as string, {
+            k: 10,
+            searchMode: 'hybrid',
+            rankerStrategy: 'rrf',
+          });
+          const firstSearchMs = performance.now() - t1;
+          const built = await store.buildIndex();
+          const timings: Record<string, SearchTiming> = {};
+          for (const [mode, search] of MODES) {
+            timings[mode] = await timeSearch((q) => search(store, q), client, queries, 1);
+          }
+          const row: Row = {
+            store: target.label,
+            chunks,
+            ingestRate: count / ingestSeconds,
+            segment: i === 0 ? 'fresh' : 'incremental',
+            firstSearchMs,
+            indexSeconds: built.seconds,
+            indexReason: built.reason,
+            timings,
+          };
+          rows.push(row);
+          const t = (m: string) => timings[m] as SearchTiming;
+          console.log(
+            `scale  ${row.store.padEnd(10)} ${String(chunks).padStart(8)} chunks  ingest ${f(row.ingestRate, 0).padStart(5)}/s (${row.segment})  first search ${f(firstSearchMs)} ms  index ${f(built.seconds, 2)} s (${built.reason})  ` +
+              MODES.map(
+                ([m]) =>
+                  `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
+              ).join('  '),
+          );
+        }
+      } finally {
+        await store.drop().catch(() => undefined);
+        await store.close();
+      }
+    }
+  } finally {
+    server?.stop();
+  }
+  console.log('');
+  for (const target of targets) {
+    const mine = rows.filter((r) => r.store === target.label);
+    if (mine.length < 2) continue;
+    const exponent = (m: string) =>
+      growthExponent(mine.map((r) => ({ n: r.chunks, y: (r.timings[m] as SearchTiming).p50 })));
+    const fresh = mine[0]?.ingestRate ?? Number.NaN;
+    const incremental = mine.slice(1).map((r) => r.ingestRate);
+    console.log(
+      `scale  ${target.label.padEnd(10)} growth exponent of p50: ${MODES.map(([m]) => `${m} ${f(exponent(m), 2)}`).join(', ')}; incremental ingest / fresh: ${incremental.map((r) => f(r / fresh, 2)).join(', ')}`,
+    );
+  }
+}

@@ -11,6 +11,7 @@ import {
 import { parseEndpoints, resolveModel } from '../../shared/src/endpoints.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { type PriceTable, parsePriceTable } from '../../shared/src/pricing.js';
+import { QUERY_TRANSFORMS } from '../../shared/src/retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../../shared/src/retrieval/rerank.js';
 
 /** An environment record (`ENV` in production, a literal in tests). */
@@ -54,8 +55,14 @@ export const ServingPatternSchema = z.object({
         })
         .loose()
         .optional(),
+      /** A query transform the pattern was optimized with (absent: none). */
+      query_transform: z.enum(QUERY_TRANSFORMS).optional(),
     })
     .loose()
+    .refine((r) => r.query_transform !== 'rm3' || r.search_mode === 'hybrid', {
+      message: 'query_transform rm3 needs search_mode hybrid',
+      path: ['query_transform'],
+    })
     .refine((r) => r.reranker === undefined || r.reranker.candidates >= r.number_of_chunks, {
       message: 'reranker.candidates must be at least number_of_chunks',
       path: ['reranker', 'candidates'],

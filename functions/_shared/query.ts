@@ -23,7 +23,14 @@ import type { RagAnswer, ReferenceDocument } from '../../shared/src/generation/r
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { DEFAULT_TEMPLATES, type PromptTemplates } from '../../shared/src/generation/templates.js';
 import type { TermStats } from '../../shared/src/generation/term-stats.js';
+import type { FoundationModel } from '../../shared/src/generation/types.js';
 import { costOf, type PriceTable, type TokenUsage } from '../../shared/src/pricing.js';
+import {
+  QUERY_TRANSFORMS,
+  type QueryTransformKind,
+  type QueryTransformOptions,
+  type QueryTransformReport,
+} from '../../shared/src/retrieval/query-transform.js';
 import {
   defaultRerankCandidates,
   type Reranker,
@@ -49,12 +56,84 @@ import type { Runtime, RuntimeConfig } from './runtime.js';
 export interface RetrievalRequest {
   k?: number | undefined;
   search_mode?: SearchMode | undefined;
+  /** A query transform: its name, or its name (`type`) with parameters. */
+  query_transform?: QueryTransformKind | QueryTransformRequest | undefined;
   ranker_strategy?: Exclude<RankerStrategy, ''> | undefined;
   ranker_k?: number | undefined;
   ranker_alpha?: number | undefined;
   filter?: MetadataFilter | undefined;
   /** `false` turns reranking off; an object turns it on (or adjusts the default). */
   rerank?: false | { model?: string | undefined; candidates?: number | undefined } | undefined;
+}
+
+/** A request's query transform with its parameters (snake_case, as in the API). */
+export interface QueryTransformRequest {
+  type: QueryTransformKind;
+  queries?: number | undefined;
+  fb_docs?: number | undefined;
+  fb_terms?: number | undefined;
+  original_query_weight?: number | undefined;
+}
+
+/**
+ * The query transform of a request: the request's, else the serving pattern's `retrieval.query_transform`, else
+ * none. `multi_query` and `hyde` write through the deployment's chat model (`model()` is only called for them).
+ * @throws {ValidationError} (HTTP 400, naming `query_transform`) for rm3 without the keyword leg (search mode
+ * hybrid), or a chat transform when the deployment answers with the local extractive model.
+ */
+export async function queryTransformFor(
+  config: RuntimeConfig,
+  request: RetrievalRequest,
+  options: RetrieverOptions,
+  model: () => Promise<FoundationModel>,
+): Promise<QueryTransformOptions | undefined> {
+  const asked = request.query_transform ?? config.servingPattern?.retrieval.query_transform;
+  if (asked === undefined) return undefined;
+  const t: QueryTransformRequest = typeof asked === 'string' ? { type: asked } : asked;
+  if (!(QUERY_TRANSFORMS as readonly string[]).includes(t.type)) {
+    throw new ValidationError(
+      `query_transform: must be one of ${QUERY_TRANSFORMS.join(', ')}, got '${String(t.type)}'`,
+    );
+  }
+  if (t.type === 'none') return undefined;
+  if (t.type === 'rm3') {
+    if (options.searchMode !== 'hybrid') {
+      throw new ValidationError(
+        `query_transform: rm3 needs a keyword leg (search_mode hybrid), got search_mode ${options.searchMode ?? 'vector'}`,
+      );
+    }
+    const rm3 = {
+      ...(t.fb_docs !== undefined && { fbDocs: t.fb_docs }),
+      ...(t.fb_terms !== undefined && { fbTerms: t.fb_terms }),
+      ...(t.original_query_weight !== undefined && {
+        originalQueryWeight: t.original_query_weight,
+      }),
+    };
+    return { kind: 'rm3', rm3 };
+  }
+  const chat = await model();
+  if (chat.modelId === LOCAL_EXTRACTIVE_MODEL_ID || chat.modelId.startsWith('local/')) {
+    throw new ValidationError(
+      `query_transform: ${t.type} needs a chat model endpoint; this deployment answers with the local model '${chat.modelId}'`,
+    );
+  }
+  return { kind: t.type, model: chat, ...(t.queries !== undefined && { queries: t.queries }) };
+}
+
+/** What a query transform did, in the API's snake_case (times rounded to 0.1 ms). */
+export function toQueryTransform(
+  r: QueryTransformReport,
+): NonNullable<SearchResponse['query_transform']> {
+  return {
+    type: r.kind,
+    ms: Math.round(r.ms * 10) / 10,
+    ...(r.usage && {
+      usage: { prompt_tokens: r.usage.promptTokens, completion_tokens: r.usage.completionTokens },
+    }),
+    ...(r.queries && { queries: r.queries }),
+    ...(r.passage !== undefined && { passage: r.passage }),
+    ...(r.expansion && { expansion: r.expansion }),
+  };
 }
 
 /** Reranking of one request: `candidates` fused passages scored by `model`, the best k kept. */
@@ -281,13 +360,16 @@ export async function runSearch(
   const options = retrieverOptionsFor(configOf(rt, modelId), request);
   const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
   const reranker = plan && (await rerankerOf(rt, plan));
+  const transform = await queryTransformFor(rt.config, request, options, () => rt.model());
   const retriever = new Retriever(store, {
     ...options,
     ...(plan && { numberOfChunks: plan.candidates }),
+    ...(transform && { queryTransform: transform }),
   });
-  const hits = await retriever.retrieve(query);
+  const { chunks: hits, queryTransform } = await retriever.retrieveWithReport(query);
+  const qt = queryTransform && { query_transform: toQueryTransform(queryTransform) };
   if (!plan || !reranker) {
-    return { query, collection: store.collectionName, results: hits.map(toSearchHit) };
+    return { query, collection: store.collectionName, results: hits.map(toSearchHit), ...qt };
   }
   const { chunks, warning } = await rerankOrKeepOrder(reranker, query, hits, plan.k);
   return {
@@ -295,6 +377,7 @@ export async function runSearch(
     collection: store.collectionName,
     results: chunks.map(toSearchHit),
     ...(warning !== undefined && { warnings: [warning] }),
+    ...qt,
   };
 }
 
@@ -321,6 +404,8 @@ export async function ragFor(
   const reranker = plan && (await rerankerOf(rt, plan));
   const templates = templatesFor(rt.config);
   let model = await rt.model();
+  const chatModel = model;
+  const transform = await queryTransformFor(rt.config, request, options, async () => chatModel);
   if (model.modelId === LOCAL_EXTRACTIVE_MODEL_ID) {
     // The local model reads the question back out of the prompt, so it must know the served templates; it weighs
     // question terms by the collection's own BM25 statistics.
@@ -331,6 +416,7 @@ export async function ragFor(
     retriever: new Retriever(store, {
       ...options,
       ...(plan && { numberOfChunks: plan.candidates }),
+      ...(transform && { queryTransform: transform }),
     }),
     model,
     templates,
@@ -375,6 +461,7 @@ export function toTiming(t: RagAnswer['timing']): GenerateResponse['timing'] {
     rerank_ms: r(t.rerankMs),
     generate_ms: r(t.generateMs),
     total_ms: r(t.totalMs),
+    ...(t.transformMs !== undefined && { transform_ms: r(t.transformMs) }),
   };
 }
 
@@ -434,5 +521,6 @@ export function toGenerateResponse(
     timing: toTiming(answer.timing),
     ...(answer.warnings !== undefined && { warnings: answer.warnings }),
     ...usageFields(answer.usage, modelId, prices),
+    ...(answer.queryTransform && { query_transform: toQueryTransform(answer.queryTransform) }),
   };
 }

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
+import { MAX_MULTI_QUERY_COUNT, QUERY_TRANSFORMS } from '../retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
 
 /** Error body of every non-2xx answer. */
@@ -17,6 +18,49 @@ export const ErrorResponse = z
   })
   .meta({ id: 'ErrorResponse' });
 
+/** A query transform of a request: its name, or an object with its parameters. */
+const QueryTransformSchema = z
+  .union([
+    z.enum(QUERY_TRANSFORMS),
+    z.strictObject({
+      type: z.enum(QUERY_TRANSFORMS),
+      queries: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_MULTI_QUERY_COUNT)
+        .optional()
+        .meta({ description: 'multi_query: rewrites asked of the chat model (default 3)' }),
+      fb_docs: z.number().int().min(1).max(100).optional().meta({
+        description: 'rm3: feedback documents (default 10)',
+      }),
+      fb_terms: z.number().int().min(1).max(100).optional().meta({
+        description: 'rm3: expansion terms (default 10)',
+      }),
+      original_query_weight: z.number().min(0).max(1).optional().meta({
+        description: 'rm3: weight of the original query in the expanded one (default 0.5)',
+      }),
+    }),
+  ])
+  .meta({
+    description:
+      "rewrite the query before retrieval and fuse (RRF) the results with the original query's: multi_query (the chat model writes rewrites), hyde (the chat model writes a hypothetical answer passage, searched densely), rm3 (pseudo-relevance feedback from the keyword hits; needs search_mode hybrid), none",
+  });
+
+/** What a query transform did: its time and, for the chat transforms, its tokens. */
+const QueryTransformReportSchema = z
+  .object({
+    type: z.enum(['multi_query', 'hyde', 'rm3']),
+    ms: z.number(),
+    usage: z
+      .object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int() })
+      .optional(),
+    queries: z.array(z.string()).optional(),
+    passage: z.string().optional(),
+    expansion: z.array(z.object({ term: z.string(), weight: z.number() })).optional(),
+  })
+  .meta({ id: 'QueryTransformReport' });
+
 const MetadataFilter = z
   .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
   .meta({ description: 'equality filter over chunk metadata (all keys must match)' });
@@ -25,6 +69,7 @@ const MetadataFilter = z
 const RetrievalFields = {
   k: z.number().int().min(1).max(100).optional().meta({ description: 'chunks to retrieve' }),
   search_mode: z.enum(['vector', 'hybrid']).optional(),
+  query_transform: QueryTransformSchema.optional(),
   ranker_strategy: z.enum(['rrf', 'weighted', 'normalized']).optional(),
   ranker_k: z.number().int().min(1).max(100).optional(),
   ranker_alpha: z.number().min(0).lt(1).optional(),
@@ -87,6 +132,7 @@ export const SearchResponse = z
     collection: z.string(),
     results: z.array(SearchHitSchema),
     warnings: Warnings,
+    query_transform: QueryTransformReportSchema.optional(),
   })
   .meta({ id: 'SearchResponse' });
 /** POST /search answer, typed. */
@@ -129,6 +175,10 @@ const TimingSchema = z
     rerank_ms: z.number().meta({ description: '0 when the answer was not reranked' }),
     generate_ms: z.number(),
     total_ms: z.number(),
+    transform_ms: z
+      .number()
+      .optional()
+      .meta({ description: 'the query transform, part of retrieve_ms; only with one' }),
   })
   .meta({ id: 'Timing' });
 
@@ -162,6 +212,9 @@ export const GenerateResponse = z
     warnings: Warnings,
     usage: UsageSchema.optional(),
     cost_usd: CostUsd,
+    query_transform: QueryTransformReportSchema.optional().meta({
+      description: 'what the query transform did; its tokens are not in `usage`',
+    }),
   })
   .meta({ id: 'GenerateResponse' });
 /** POST /generate answer, typed. */

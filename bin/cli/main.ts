@@ -59,6 +59,11 @@ import {
 import { cliEmbedder } from './models.js';
 import { cliPrices, PRICES_HELP } from './prices.js';
 import { ProgressLine } from './progress.js';
+import {
+  QUERY_TRANSFORM_HELP,
+  QUERY_TRANSFORM_OPTIONS,
+  queryTransformFrom,
+} from './query-transform.js';
 import { RERANK_HELP, RERANK_OPTIONS, rerankFrom } from './rerank.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
 import { runServe } from './serve.js';
@@ -127,6 +132,8 @@ Retrieval options (search, eval-retrieval):
                            embedder, else 0.5)
   --retrieval-method simple|window   window expands each hit with its neighbours (default simple)
   --window-size N          neighbours on each side, 1..4 with window (default 1); 0 with simple
+
+${QUERY_TRANSFORM_HELP}
 
 ${RERANK_HELP}
 
@@ -207,7 +214,13 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return await cmdIngest(parse(rest, { ...INDEXING, prune: { type: 'boolean' } }), io);
       case 'search':
         return await cmdSearch(
-          parse(rest, { ...INDEXING, ...RETRIEVAL, ...RERANK_OPTIONS, k: { type: 'string' } }),
+          parse(rest, {
+            ...INDEXING,
+            ...RETRIEVAL,
+            ...QUERY_TRANSFORM_OPTIONS,
+            ...RERANK_OPTIONS,
+            k: { type: 'string' },
+          }),
           io,
         );
       case 'eval-retrieval':
@@ -215,6 +228,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           parse(rest, {
             ...INDEXING,
             ...RETRIEVAL,
+            ...QUERY_TRANSFORM_OPTIONS,
             corpus: { type: 'string' },
             benchmark: { type: 'string' },
             depth: { type: 'string' },
@@ -230,7 +244,10 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       case 'index':
         return await cmdIndex(parse(rest, { ...INDEXING, force: { type: 'boolean' } }), io);
       case 'ask':
-        return await cmdAsk(parse(rest, { ...INDEXING, ...RETRIEVAL, ...ASK_OPTIONS }), io);
+        return await cmdAsk(
+          parse(rest, { ...INDEXING, ...RETRIEVAL, ...QUERY_TRANSFORM_OPTIONS, ...ASK_OPTIONS }),
+          io,
+        );
       case 'score':
         return await cmdScore(parse(rest, SCORE_OPTIONS), io);
       case 'experiment':
@@ -481,14 +498,16 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
     throw new ValidationError('give a query, e.g. ai4rag search "how many leave days"');
   const options = retrievalFrom(p, int(p, 'k', 5));
   const rerank = rerankFrom(p, options.numberOfChunks);
+  const transform = queryTransformFrom(p, options, () => createFoundationModel(str(p, 'model')));
   return withSession(
     p,
     async (session) => {
       const retriever = new Retriever(session.store, {
         ...options,
         ...(rerank && { numberOfChunks: rerank.candidates }),
+        ...(transform && { queryTransform: transform }),
       });
-      const candidates = await retriever.retrieve(query);
+      const { chunks: candidates, queryTransform } = await retriever.retrieveWithReport(query);
       const { chunks: hits, warning } = rerank
         ? await rerankOrKeepOrder(rerank.reranker, query, candidates, options.numberOfChunks)
         : { chunks: candidates, warning: undefined };
@@ -500,6 +519,7 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
             collection: session.store.collectionName,
             results: hits,
             ...(warning !== undefined && { warnings: [warning] }),
+            ...(queryTransform && { queryTransform }),
           }),
         );
       } else if (hits.length === 0) {
@@ -523,6 +543,7 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
   const rerank = rerankFrom(p, options.numberOfChunks);
   const prices = await cliPrices(p);
   const base = createFoundationModel(str(p, 'model'));
+  const transform = queryTransformFrom(p, options, () => base);
   return withSession(
     p,
     async (session) => {
@@ -534,6 +555,7 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
         retriever: new Retriever(session.store, {
           ...options,
           ...(rerank && { numberOfChunks: rerank.candidates }),
+          ...(transform && { queryTransform: transform }),
         }),
         model,
         ...(rerank && {
@@ -567,6 +589,7 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
   const questions = await loadBenchmark(benchmarkPath);
   const chunking = chunkingFrom(p);
   const options = retrievalFrom(p, int(p, 'depth', 100));
+  const transform = queryTransformFrom(p, options, () => createFoundationModel(str(p, 'model')));
   const json = flag(p, 'json');
   // A throwaway collection unless one is named: in memory for pglite, dropped afterwards on a server.
   const named = str(p, 'collection');
@@ -589,7 +612,10 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
     const keys = (await session.store.listDocuments()).map((d) => d.documentId);
     const progress = new ProgressLine(process.stderr, !json);
     const evaluation = await evaluateRetrieval(
-      new Retriever(session.store, options),
+      new Retriever(session.store, {
+        ...options,
+        ...(transform && { queryTransform: transform }),
+      }),
       questions,
       keys,
       (d, t) => progress.update(d, t, 'questions'),

@@ -4,11 +4,17 @@
  *
  *   node --import tsx scripts/measure-extractive.ts [--data ../shared/data/clapnq] [--limit 100]
  *       [--offset 0] [--no-term-stats] [--examples-only | --clapnq-only] [--show]
+ *       [--split none|tune|heldout|halves]
+ *
+ * `--split halves` (or `tune` / `heldout`) scores the fixed halves of all 180 + 180 ClapNQ dev questions instead
+ * of `--offset`/`--limit`: a question is in the tuning half when the first byte of the SHA-256 of its text is even.
+ * The local model's thresholds were tuned on the tuning half only.
  *
  * ClapNQ: abstention rate on `benchmark.unanswerable.dev.json` (want high), abstention rate on `benchmark.dev.json`
  * (want low), mean answer_correctness and faithfulness on the answerable questions (abstentions included, scored as
  * the text they are). Then the same on `examples/benchmark.json` over `examples/docs`.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -39,6 +45,7 @@ const { values } = parseArgs({
     'examples-only': { type: 'boolean', default: false },
     'clapnq-only': { type: 'boolean', default: false },
     show: { type: 'boolean', default: false },
+    split: { type: 'string', default: 'none' },
   },
 });
 
@@ -115,6 +122,18 @@ function report(label: string, s: Scores, answerable: boolean): void {
   process.stdout.write(`${label}: n=${s.questions}, abstained ${s.abstained} (${rate})${extra}\n`);
 }
 
+/**
+ * The fixed tuning / held-out split of the ClapNQ dev questions: a question is in the tuning half when the first
+ * byte of the SHA-256 of its text is even (ClapNQ's benchmark rows carry no id). Tune only on `tune`.
+ */
+function half(question: string): 'tune' | 'heldout' {
+  return (createHash('sha256').update(question).digest()[0] ?? 0) % 2 === 0 ? 'tune' : 'heldout';
+}
+
+const SPLITS = ['none', 'tune', 'heldout', 'halves'] as const;
+const split = values.split as (typeof SPLITS)[number];
+if (!SPLITS.includes(split)) throw new Error(`--split must be one of ${SPLITS.join(', ')}`);
+
 const limit = Number(values.limit);
 const offset = Number(values.offset);
 process.stdout.write(`term stats: ${useTermStats ? 'corpus chunks' : 'off (context only)'}\n`);
@@ -127,15 +146,21 @@ if (!values['examples-only']) {
     const started = performance.now();
     const corpus = await indexCorpus([resolve(dir, 'corpus.jsonl')]);
     process.stdout.write(
-      `ClapNQ: ${corpus.documents} passages, ${corpus.chunks.length} chunks indexed in ${((performance.now() - started) / 1000).toFixed(1)} s; questions ${offset}..${offset + limit - 1}\n`,
+      `ClapNQ: ${corpus.documents} passages, ${corpus.chunks.length} chunks indexed in ${((performance.now() - started) / 1000).toFixed(1)} s; questions ${split === 'none' ? `${offset}..${offset + limit - 1}` : `split ${split}`}\n`,
     );
-    const slice = (qs: BenchmarkQuestion[]) => qs.slice(offset, offset + limit);
-    const answerable = slice(await loadBenchmark(resolve(dir, 'benchmark.dev.json')));
-    const unanswerable = slice(
-      await loadBenchmark(resolve(dir, 'benchmark.unanswerable.dev.json')),
-    );
-    report('  answerable', await score(answerable, corpus.answer, 'A'), true);
-    report('  unanswerable', await score(unanswerable, corpus.answer, 'U'), false);
+    const allAnswerable = await loadBenchmark(resolve(dir, 'benchmark.dev.json'));
+    const allUnanswerable = await loadBenchmark(resolve(dir, 'benchmark.unanswerable.dev.json'));
+    // With --split the whole dev set is split into halves (--offset/--limit are then ignored).
+    const halves = split === 'halves' ? (['tune', 'heldout'] as const) : [split];
+    for (const h of halves) {
+      const pick = (qs: BenchmarkQuestion[]) =>
+        h === 'none' ? qs.slice(offset, offset + limit) : qs.filter((q) => half(q.question) === h);
+      if (h !== 'none') process.stdout.write(`  ${h} half:\n`);
+      const answerable = pick(allAnswerable);
+      const unanswerable = pick(allUnanswerable);
+      report('  answerable', await score(answerable, corpus.answer, 'A'), true);
+      report('  unanswerable', await score(unanswerable, corpus.answer, 'U'), false);
+    }
     await corpus.close();
   }
 }

@@ -4,6 +4,7 @@
  */
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
+import { citationPrecision, stripCitations } from '../generation/citations.js';
 import { bootstrapCi, bootstrapStatisticCi } from './bootstrap.js';
 import { answerCorrectness, contextCorrectness, faithfulness } from './unitxt.js';
 
@@ -161,7 +162,9 @@ export function parseEvaluationData(input: unknown): EvaluationItem[] {
  * 2 values or all identical). Deviation from ai4rag, on purpose: the overall_score CI is not the average of
  * the other metrics' CI bounds (which is not a CI) but a bootstrap of its own statistic, the mean of the
  * metric means ({@link meanOfMetricMeans}), resampling questions; its mean stays ai4rag's mean of the other
- * metrics' (rounded) means, so it lies inside its CI up to that rounding (< 1e-4).
+ * metrics' (rounded) means, so it lies inside its CI up to that rounding (< 1e-4). When answers carry inline citation
+ * markers (`[n]` = `contexts[n - 1]`), the markers are removed before the unitxt metrics and `citation_precision`
+ * (`citationPrecision`, null for an answer that cites nothing) is reported after overall_score, outside it.
  * @throws {ValidationError} on invalid items (see {@link parseEvaluationData}).
  * @example scoreEvaluationData([{ answer: 'Paris', contexts: ['Paris'], context_ids: ['d'],
  *   ground_truths: ['Paris'], ground_truths_context_ids: ['d'] }])
@@ -172,10 +175,18 @@ export function scoreEvaluationData(
 ): EvaluationResult {
   const seed = options.seed ?? 42;
   const data = parseEvaluationData(items);
-  const perQuestion = data.map((item) => ({
+  // Inline citation markers ([1]) are not answer text: unitxt scores the answer without them.
+  const cited = data.map((item) => citationPrecision(item.answer, item.contexts));
+  const answers = data.map((item, i) =>
+    cited[i] === null ? item.answer : stripCitations(item.answer),
+  );
+  const perQuestion = data.map((item, i) => ({
     answer_correctness:
-      item.ground_truths.length === 0 ? null : answerCorrectness(item.answer, item.ground_truths),
-    faithfulness: item.contexts.length === 0 ? 0 : faithfulness(item.answer, item.contexts),
+      item.ground_truths.length === 0
+        ? null
+        : answerCorrectness(answers[i] as string, item.ground_truths),
+    faithfulness:
+      item.contexts.length === 0 ? 0 : faithfulness(answers[i] as string, item.contexts),
     context_correctness:
       item.ground_truths_context_ids.length === 0
         ? null
@@ -207,6 +218,15 @@ export function scoreEvaluationData(
       ci_high: overallCi ? round4(overallCi.high) : null,
     },
   });
+  // citation_precision is reported when some answer cites, and is not part of overall_score.
+  const withCitations = cited.some((v) => v !== null);
+  if (withCitations) {
+    metrics.push({
+      name: 'citation_precision',
+      evaluator: 'custom',
+      scores: aggregate(cited, seed),
+    });
+  }
 
   return {
     metrics,
@@ -225,6 +245,15 @@ export function scoreEvaluationData(
             evaluator: 'custom' as const,
             value: overallPerQuestion[index] ?? null,
           },
+          ...(withCitations
+            ? [
+                {
+                  name: 'citation_precision',
+                  evaluator: 'custom' as const,
+                  value: round4(cited[index] ?? null),
+                },
+              ]
+            : []),
         ],
       };
     }),

@@ -3,6 +3,7 @@ import type { TokenUsage } from '../pricing.js';
 import { rerankFailureWarning } from '../retrieval/rerank.js';
 import type { QueryTransformReport } from '../retrieval/query-transform.js';
 import type { RetrievedChunk, Retriever } from '../retrieval/retriever.js';
+import { CITATION_INSTRUCTION, type Citation, parseCitations } from './citations.js';
 import {
   buildMessages,
   DEFAULT_TEMPLATES,
@@ -86,6 +87,12 @@ export interface RagAnswer {
    */
   usage?: TokenUsage;
   /**
+   * With `citations: true`: the answer's markers `[n]` bound to `referenceDocuments[n - 1]`, with the cited span;
+   * the markers to documents that were not given are removed from `answer` and counted in `removedCitations`.
+   */
+  citations?: Citation[];
+  removedCitations?: number;
+  /**
    * What the retriever's query transform did (its time, and the tokens of its own chat call, which `usage`
    * does not count); absent without a transform.
    */
@@ -109,12 +116,24 @@ export type RagStreamEvent =
       queryTransform?: QueryTransformReport;
     }
   | { type: 'token'; text: string }
-  | { type: 'done'; timing: RagTiming; usage?: TokenUsage };
+  | {
+      type: 'done';
+      timing: RagTiming;
+      usage?: TokenUsage;
+      /** With `citations: true`, parsed from the whole streamed text (the tokens are sent as generated). */
+      citations?: Citation[];
+      removedCitations?: number;
+    };
 
 /** Per-call options of the RAG template. */
 export interface RagCallOptions {
   /** Cancels the call; checked between steps and forwarded to the model. */
   signal?: AbortSignal;
+  /**
+   * Ask the model for inline markers `[n]` ({@link CITATION_INSTRUCTION} after the system message) and return them
+   * parsed and validated. The templates are not changed. @default false
+   */
+  citations?: boolean;
 }
 
 /** A dependency (the reranker) returned something unusable. */
@@ -209,12 +228,15 @@ export class SimpleRAG {
   async generate(question: string, options: RagCallOptions = {}): Promise<RagAnswer> {
     checkQuestion(question);
     const ranked = await this.#retrieveAndRank(question, options.signal);
-    const messages = buildMessages(this.#templates, question, ranked.chunks);
+    const messages = withCitations(
+      buildMessages(this.#templates, question, ranked.chunks),
+      options.citations,
+    );
     const result = await this.#model.chat(messages, withSignal(options.signal));
     const t3 = this.#now();
     const usage = tokenUsageOf(result.usage);
     return {
-      answer: result.content,
+      ...answerFields(result.content, ranked.referenceDocuments, options.citations),
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
@@ -251,13 +273,17 @@ export class SimpleRAG {
     }
     const question = checkQuestion(last.content);
     const ranked = await this.#retrieveAndRank(question, options.signal);
-    const [system, user] = buildMessages(this.#templates, question, ranked.chunks);
+    const [system, user] = withCitations(
+      buildMessages(this.#templates, question, ranked.chunks),
+      options.citations,
+    );
     const sent: ChatMessage[] = [system, ...messages.slice(0, -1).map((m) => ({ ...m })), user];
     const result = await this.#model.chat(sent, withSignal(options.signal));
     const t3 = this.#now();
     const usage = tokenUsageOf(result.usage);
+    const answered = answerFields(result.content, ranked.referenceDocuments, options.citations);
     return {
-      answer: result.content,
+      ...answered,
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
@@ -266,7 +292,7 @@ export class SimpleRAG {
       ...(ranked.queryTransform && { queryTransform: ranked.queryTransform }),
       conversation: [
         ...messages.map((m) => ({ ...m })),
-        { role: 'assistant', content: result.content },
+        { role: 'assistant', content: answered.answer },
       ],
     };
   }
@@ -283,7 +309,10 @@ export class SimpleRAG {
   ): AsyncIterable<RagStreamEvent> {
     checkQuestion(question);
     const ranked = await this.#retrieveAndRank(question, options.signal);
-    const messages = buildMessages(this.#templates, question, ranked.chunks);
+    const messages = withCitations(
+      buildMessages(this.#templates, question, ranked.chunks),
+      options.citations,
+    );
     yield {
       type: 'sources',
       referenceDocuments: ranked.referenceDocuments,
@@ -297,11 +326,19 @@ export class SimpleRAG {
         reported = u;
       },
     };
+    let streamed = '';
     for await (const text of this.#model.chatStream(messages, chatOptions)) {
+      streamed += text;
       yield { type: 'token', text };
     }
     const usage = tokenUsageOf(reported);
-    yield { type: 'done', timing: this.#timing(ranked, this.#now()), ...(usage && { usage }) };
+    const timing = this.#timing(ranked, this.#now());
+    const { answer: _, ...cited } = answerFields(
+      streamed,
+      ranked.referenceDocuments,
+      options.citations,
+    );
+    yield { type: 'done', timing, ...(usage && { usage }), ...cited };
   }
 
   #timing(ranked: Ranked, t3: number): RagTiming {
@@ -356,6 +393,27 @@ export class SimpleRAG {
       ...qt,
     };
   }
+}
+
+/** The messages with {@link CITATION_INSTRUCTION} after the system message, when citations are asked for. */
+function withCitations(
+  messages: [ChatMessage, ChatMessage],
+  citations: boolean | undefined,
+): [ChatMessage, ChatMessage] {
+  if (citations !== true) return messages;
+  const [system, user] = messages;
+  return [{ ...system, content: `${system.content}\n\n${CITATION_INSTRUCTION}` }, user];
+}
+
+/** The answer, and with citations its parsed markers (invalid ones removed from the text). */
+function answerFields(
+  content: string,
+  sources: readonly ReferenceDocument[],
+  citations: boolean | undefined,
+): Pick<RagAnswer, 'answer' | 'citations' | 'removedCitations'> {
+  if (citations !== true) return { answer: content };
+  const parsed = parseCitations(content, sources);
+  return { answer: parsed.answer, citations: parsed.citations, removedCitations: parsed.removed };
 }
 
 function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {

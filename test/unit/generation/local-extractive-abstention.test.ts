@@ -49,6 +49,12 @@ const ask = (question: string, chunks: string[] = CONTEXT) =>
     chunks.map((text) => ({ text })),
   );
 
+/** The context as a retriever would rank it for a question: document `i` first, the others after it. */
+const rankedFirst = (i: number): string[] => [
+  CONTEXT[i] as string,
+  ...CONTEXT.filter((_, j) => j !== i),
+];
+
 describe('LocalExtractiveModel abstention', () => {
   it('abstains on "What is the capital of Mongolia?" though a row mentions a capital area', async () => {
     // Prepare
@@ -67,7 +73,7 @@ describe('LocalExtractiveModel abstention', () => {
     const withStats = new LocalExtractiveModel({ termStats: STATS });
     const contextOnly = new LocalExtractiveModel();
     // Act
-    const a = await withStats.chat(ask('Which city is the Colosseum in?'));
+    const a = await withStats.chat(ask('Which city is the Colosseum in?', rankedFirst(1)));
     const b = await contextOnly.chat(ask('Which city is the Colosseum in?'));
     // Assess
     expect(a.content).toBe('The Colosseum stands in Rome.');
@@ -91,7 +97,9 @@ describe('LocalExtractiveModel abstention', () => {
     // Prepare
     const model = new LocalExtractiveModel({ termStats: STATS });
     // Act
-    const { content } = await model.chat(ask('What is the speed limit at the Sagfors lock?'));
+    const { content } = await model.chat(
+      ask('What is the speed limit at the Sagfors lock?', rankedFirst(3)),
+    );
     // Assess
     expect(content).toBe('Within 200 m of the Sagfors lock: 4 km/h.');
   });
@@ -139,18 +147,20 @@ describe('LocalExtractiveModel abstention', () => {
 
   it('gives the same answers across calls and instances', async () => {
     // Prepare
-    const questions = [
-      'What is the capital of Mongolia?',
-      'Which city is the Colosseum in?',
-      'How much is the daily allowance in the Nordic countries?',
-      'Is Mount Fuji a volcano?',
+    const questions: [string, string[]][] = [
+      ['What is the capital of Mongolia?', CONTEXT],
+      ['Which city is the Colosseum in?', rankedFirst(1)],
+      ['How much is the daily allowance in the Nordic countries?', CONTEXT],
+      ['Is Mount Fuji a volcano?', rankedFirst(2)],
     ];
     const first = new LocalExtractiveModel({ termStats: STATS });
     const second = new LocalExtractiveModel({ termStats: STATS });
+    const answers = (model: LocalExtractiveModel) =>
+      Promise.all(questions.map(async ([q, docs]) => (await model.chat(ask(q, docs))).content));
     // Act
-    const a = await Promise.all(questions.map(async (q) => (await first.chat(ask(q))).content));
-    const b = await Promise.all(questions.map(async (q) => (await second.chat(ask(q))).content));
-    const c = await Promise.all(questions.map(async (q) => (await first.chat(ask(q))).content));
+    const a = await answers(first);
+    const b = await answers(second);
+    const c = await answers(first);
     // Assess
     expect(a).toEqual([
       CANNOT_ANSWER,
@@ -167,8 +177,16 @@ describe('LocalExtractiveModel abstention', () => {
     const question = 'When did construction of the Colosseum begin in Rome under Nero?';
     const docs = ['The Colosseum stands in Rome. Construction began under Emperor Vespasian.'];
     // Act
-    const lenient = extractiveAnswer(question, docs, { termStats: STATS, minCoverage: 0.3 });
-    const strict = extractiveAnswer(question, docs, { termStats: STATS, minCoverage: 0.95 });
+    const lenient = extractiveAnswer(question, docs, {
+      termStats: STATS,
+      minCoverage: 0.3,
+      minDocumentCoverage: 0.3,
+    });
+    const strict = extractiveAnswer(question, docs, {
+      termStats: STATS,
+      minCoverage: 0.95,
+      minDocumentCoverage: 0.3,
+    });
     // Assess
     expect(lenient).toBe(
       'The Colosseum stands in Rome. Construction began under Emperor Vespasian.',
@@ -182,5 +200,66 @@ describe('LocalExtractiveModel abstention', () => {
     expect(() => new LocalExtractiveModel({ minCoverage: Number.NaN })).toThrow(
       'minCoverage must be a number in [0, 1], got NaN',
     );
+  });
+});
+
+describe('LocalExtractiveModel top-document coverage, titles and tables', () => {
+  const EIFFEL = 'Eiffel Tower\n\nThe tower is located in Paris. It was completed in 1889.';
+  const FUJI =
+    'Mount Fuji\n\nMount Fuji is the highest mountain in Japan. It is an active volcano.';
+  const FEES = [
+    '## Harbour fees',
+    '',
+    'Fees are charged per call.',
+    '',
+    '| Vessel class | Length | Fee per call |',
+    '| --- | --- | --- |',
+    '| Pleasure craft | under 12 m | 150 crowns |',
+    '| Fishing vessel | 12–24 m | 420 crowns |',
+    '| Cargo \\| tanker | over 24 m | 1,850 crowns |',
+  ].join('\n');
+  const stats = buildTermStats([
+    EIFFEL,
+    FUJI,
+    FEES,
+    'The report lists every harbour in the region.',
+    'The annual report is published in May.',
+    'Each report is reviewed by the board.',
+  ]);
+
+  it('answers from the top-ranked document and abstains when it does not cover the question', () => {
+    // Prepare
+    const question = 'In which year was the Eiffel Tower completed?';
+    // Act
+    const ranked = extractiveAnswer(question, [EIFFEL, FUJI], { termStats: stats });
+    const misranked = extractiveAnswer(question, [FUJI, EIFFEL], { termStats: stats });
+    // Assess
+    expect(ranked).toBe('The tower is located in Paris. It was completed in 1889.');
+    expect(misranked).toBe(CANNOT_ANSWER);
+  });
+
+  it('reads a first line followed by a blank line as the title: it is never the answer but covers the question', () => {
+    // Act
+    const answer = extractiveAnswer('Is Mount Fuji an active volcano?', [FUJI], {
+      termStats: stats,
+    });
+    // Assess
+    expect(answer).toBe('Mount Fuji is the highest mountain in Japan. It is an active volcano.');
+  });
+
+  it.each([
+    [
+      'What is the fee per call for a fishing vessel?',
+      'Vessel class: Fishing vessel; Length: 12–24 m; Fee per call: 420 crowns',
+    ],
+    [
+      'What is the fee per call for a tanker?',
+      'Vessel class: Cargo | tanker; Length: over 24 m; Fee per call: 1,850 crowns',
+    ],
+  ])('answers "%s" with the matching table row under its header', (question, expected) => {
+    // Act
+    const answer = extractiveAnswer(question, [FEES], { termStats: stats });
+    // Assess
+    expect(answer).toBe(expected);
   });
 });

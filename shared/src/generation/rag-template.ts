@@ -1,9 +1,20 @@
 import { Ai4ragError, ValidationError } from '../errors.js';
 import type { TokenUsage } from '../pricing.js';
-import { rerankFailureWarning } from '../retrieval/rerank.js';
 import type { QueryTransformReport } from '../retrieval/query-transform.js';
+import { rerankFailureWarning } from '../retrieval/rerank.js';
 import type { RetrievedChunk, Retriever } from '../retrieval/retriever.js';
 import { CITATION_INSTRUCTION, type Citation, parseCitations } from './citations.js';
+import {
+  flaggedPassagesWarning,
+  GUARDRAILS_OFF,
+  type GuardrailSettings,
+  INJECTION_REFUSAL,
+  type InjectionRule,
+  quoteAsData,
+  refusedQuestionWarning,
+  screenForInjection,
+  withPiiRedaction,
+} from './guardrails.js';
 import {
   buildMessages,
   DEFAULT_TEMPLATES,
@@ -48,6 +59,12 @@ export interface SimpleRAGOptions {
   /** Validated in the constructor. @default DEFAULT_TEMPLATES */
   templates?: PromptTemplates;
   reranker?: RagRerankOptions;
+  /**
+   * Prompt-injection screening of the question and the passages, and PII redaction of answers. The query API
+   * passes its defaults (`DEFAULT_GUARDRAILS`); experiments leave them off to score what ai4rag would.
+   * @default GUARDRAILS_OFF
+   */
+  guardrails?: GuardrailSettings;
   /** Millisecond clock, injectable for exact timings in tests. @default performance.now */
   now?: () => number;
 }
@@ -193,6 +210,7 @@ export class SimpleRAG {
   readonly #templates: PromptTemplates;
   readonly #rerank: RagRerankOptions | undefined;
   readonly #now: () => number;
+  readonly #guardrails: GuardrailSettings;
 
   /**
    * @throws {PromptTemplateError} when the templates break the placeholder rules.
@@ -216,6 +234,8 @@ export class SimpleRAG {
     }
     this.#rerank = rr;
     this.#now = options.now ?? (() => performance.now());
+    this.#guardrails = options.guardrails ?? GUARDRAILS_OFF;
+    if (this.#guardrails.pii === 'redact') this.#model = withPiiRedaction(this.#model);
   }
 
   /**
@@ -227,7 +247,9 @@ export class SimpleRAG {
    */
   async generate(question: string, options: RagCallOptions = {}): Promise<RagAnswer> {
     checkQuestion(question);
-    const ranked = await this.#retrieveAndRank(question, options.signal);
+    const refusal = this.#refusal(question);
+    if (refusal !== undefined) return refusal;
+    const ranked = this.#screen(await this.#retrieveAndRank(question, options.signal));
     const messages = withCitations(
       buildMessages(this.#templates, question, ranked.chunks),
       options.citations,
@@ -272,7 +294,15 @@ export class SimpleRAG {
       throw new ValidationError(`the last message must be a user turn, got "${last.role}"`);
     }
     const question = checkQuestion(last.content);
-    const ranked = await this.#retrieveAndRank(question, options.signal);
+    const refusal = this.#refusal(question);
+    if (refusal !== undefined) {
+      const conversation = [
+        ...messages.map((m) => ({ ...m })),
+        { role: 'assistant' as const, content: refusal.answer },
+      ];
+      return { ...refusal, conversation };
+    }
+    const ranked = this.#screen(await this.#retrieveAndRank(question, options.signal));
     const [system, user] = withCitations(
       buildMessages(this.#templates, question, ranked.chunks),
       options.citations,
@@ -308,7 +338,14 @@ export class SimpleRAG {
     options: RagCallOptions = {},
   ): AsyncIterable<RagStreamEvent> {
     checkQuestion(question);
-    const ranked = await this.#retrieveAndRank(question, options.signal);
+    const refusal = this.#refusal(question);
+    if (refusal !== undefined) {
+      yield { type: 'sources', referenceDocuments: [], warnings: refusal.warnings ?? [] };
+      yield { type: 'token', text: refusal.answer };
+      yield { type: 'done', timing: refusal.timing };
+      return;
+    }
+    const ranked = this.#screen(await this.#retrieveAndRank(question, options.signal));
     const messages = withCitations(
       buildMessages(this.#templates, question, ranked.chunks),
       options.citations,
@@ -348,6 +385,50 @@ export class SimpleRAG {
       generateMs: t3 - ranked.t2,
       totalMs: t3 - ranked.t0,
       ...(ranked.queryTransform && { transformMs: ranked.queryTransform.ms }),
+    };
+  }
+
+  /** The answer to a question the injection screener flags: a refusal, with no retrieval and no model call. */
+  #refusal(question: string): RagAnswer | undefined {
+    if (this.#guardrails.injection === 'off') return undefined;
+    const verdict = screenForInjection(question);
+    if (!verdict.flagged) return undefined;
+    return {
+      answer: INJECTION_REFUSAL,
+      question,
+      referenceDocuments: [],
+      timing: { retrieveMs: 0, rerankMs: 0, generateMs: 0, totalMs: 0 },
+      warnings: [refusedQuestionWarning(verdict.rules)],
+    };
+  }
+
+  /** The ranked passages without (`exclude`) or with quoted (`quote`) flagged ones, and a warning naming them. */
+  #screen(ranked: Ranked): Ranked {
+    const policy = this.#guardrails.injection;
+    if (policy === 'off') return ranked;
+    const chunks: RetrievedChunk[] = [];
+    const referenceDocuments: ReferenceDocument[] = [];
+    const flagged: { source: string; rules: InjectionRule[] }[] = [];
+    ranked.chunks.forEach((chunk, i) => {
+      const reference = ranked.referenceDocuments[i] as ReferenceDocument;
+      const verdict = screenForInjection(chunk.text);
+      if (verdict.flagged) {
+        const { document_id, sequence_number } = chunk.metadata;
+        flagged.push({ source: `${document_id}#${sequence_number}`, rules: verdict.rules });
+        if (policy === 'exclude') return;
+        chunks.push({ ...chunk, text: quoteAsData(chunk.text, verdict.rules) });
+      } else {
+        chunks.push(chunk);
+      }
+      referenceDocuments.push(reference);
+    });
+    if (flagged.length === 0) return ranked;
+    const warning = flaggedPassagesWarning(policy, flagged);
+    return {
+      ...ranked,
+      chunks,
+      referenceDocuments,
+      warnings: [...(ranked.warnings ?? []), warning],
     };
   }
 

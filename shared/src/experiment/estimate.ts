@@ -11,6 +11,9 @@
  *   completion is the maximum completion tokens (1024 by default: an upper bound, answers are usually shorter);
  * - judge (when set): per question, its prompt with an answer of the maximum completion length, and a reply of at
  *   most 256 tokens;
+ * - query transforms `multi_query` / `hyde`: per question, the transform's prompt and a reply of at most
+ *   TRANSFORM_MAX_COMPLETION_TOKENS, by the foundation model (role `query_transform`); the extra searches'
+ *   query embeddings (rewrites, the passage) are not counted;
  * - not counted: model pre-selection (more than 3 foundation or 2 embedding models), the embedding model's
  *   detection probes at start-up, and reranker calls.
  *
@@ -21,6 +24,12 @@
 import { JUDGE_MAX_COMPLETION_TOKENS, judgePrompt } from '../evaluation/judge.js';
 import { buildMessages, DEFAULT_TEMPLATES, type PromptTemplates } from '../generation/templates.js';
 import { approxTextTokens, type PriceTable } from '../pricing.js';
+import {
+  DEFAULT_MULTI_QUERY_COUNT,
+  hydeMessages,
+  multiQueryMessages,
+  TRANSFORM_MAX_COMPLETION_TOKENS,
+} from '../retrieval/query-transform.js';
 import { GENERATION_DEFAULTS, trialSettings } from './params.js';
 import type { TrialConfig, UsageSummary } from './types.js';
 import { embeddingUsage, type ModelUsageInput, summarizeUsage } from './usage.js';
@@ -151,6 +160,27 @@ export function estimateRun(input: EstimateInput): RunEstimate {
       },
       embeddingUsage(s.embeddingModel, input.questions),
     ];
+    const t = r.queryTransform;
+    if (t === 'multi_query' || t === 'hyde') {
+      const messages = (q: string) =>
+        t === 'hyde' ? hydeMessages(q) : multiQueryMessages(q, DEFAULT_MULTI_QUERY_COUNT);
+      rows.push({
+        modelId: s.foundationModel,
+        role: 'query_transform',
+        calls: input.questions.length,
+        promptTokens: input.questions.reduce(
+          (n, q) =>
+            n +
+            approxTextTokens(
+              messages(q)
+                .map((m) => m.content)
+                .join(''),
+            ),
+          0,
+        ),
+        completionTokens: TRANSFORM_MAX_COMPLETION_TOKENS * input.questions.length,
+      });
+    }
     if (input.judgeModel !== undefined) {
       rows.push({
         modelId: input.judgeModel,

@@ -1,5 +1,6 @@
 import type { RagAnswer } from '../../shared/src/generation/rag-template.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
+import type { QueryTransformReport } from '../../shared/src/retrieval/query-transform.js';
 import type { OptionSpec } from './args.js';
 import { cliChatModel } from './models.js';
 import { PRICES_OPTIONS } from './prices.js';
@@ -30,6 +31,14 @@ export function usageLine(answer: RagAnswer, costUsd: number | undefined): strin
   return `tokens: prompt ${u.promptTokens}, completion ${u.completionTokens}${cost}`;
 }
 
+/** The query-transform line of an answer: the transform, its time and, for the chat transforms, its tokens. */
+export function queryTransformLine(r: QueryTransformReport): string {
+  const tokens = r.usage
+    ? `, tokens prompt ${r.usage.promptTokens}, completion ${r.usage.completionTokens}`
+    : '';
+  return `query transform: ${r.kind} ${r.ms.toFixed(1)} ms${tokens}`;
+}
+
 /** Human-readable rendering of an answer with its sources, timing and tokens (and cost when priced). */
 export function renderAnswer(answer: RagAnswer, costUsd?: number): string[] {
   const lines = [answer.answer, '', 'Sources:'];
@@ -43,6 +52,7 @@ export function renderAnswer(answer: RagAnswer, costUsd?: number): string[] {
   lines.push(
     '',
     usageLine(answer, costUsd),
+    ...(answer.queryTransform ? [queryTransformLine(answer.queryTransform)] : []),
     `retrieve ${t.retrieveMs.toFixed(1)} ms, rerank ${t.rerankMs.toFixed(1)} ms, generate ${t.generateMs.toFixed(1)} ms, total ${t.totalMs.toFixed(1)} ms`,
   );
   return lines;

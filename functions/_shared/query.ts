@@ -16,12 +16,21 @@ import {
 import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import {
+  DEFAULT_GUARDRAILS,
+  type GuardrailSettings,
+  type InjectionPolicy,
+} from '../../shared/src/generation/guardrails.js';
+import {
   LOCAL_EXTRACTIVE_MODEL_ID,
   LocalExtractiveModel,
 } from '../../shared/src/generation/local-extractive.js';
 import type { RagAnswer, ReferenceDocument } from '../../shared/src/generation/rag-template.js';
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
-import { DEFAULT_TEMPLATES, type PromptTemplates } from '../../shared/src/generation/templates.js';
+import {
+  DEFAULT_TEMPLATES,
+  fenceContextAsData,
+  type PromptTemplates,
+} from '../../shared/src/generation/templates.js';
 import type { TermStats } from '../../shared/src/generation/term-stats.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import { costOf, type PriceTable, type TokenUsage } from '../../shared/src/pricing.js';
@@ -64,6 +73,10 @@ export interface RetrievalRequest {
   filter?: MetadataFilter | undefined;
   /** `false` turns reranking off; an object turns it on (or adjusts the default). */
   rerank?: false | { model?: string | undefined; candidates?: number | undefined } | undefined;
+  /** Guardrails of an answer; unset fields take {@link DEFAULT_GUARDRAILS}. Ignored by /search. */
+  guardrails?:
+    | { injection?: InjectionPolicy | undefined; pii?: 'redact' | 'off' | undefined }
+    | undefined;
 }
 
 /** A request's query transform with its parameters (snake_case, as in the API). */
@@ -381,6 +394,14 @@ export async function runSearch(
   };
 }
 
+/** The guardrails of a request: its own settings over {@link DEFAULT_GUARDRAILS}. */
+export function guardrailsFor(request: RetrievalRequest): GuardrailSettings {
+  return {
+    injection: request.guardrails?.injection ?? DEFAULT_GUARDRAILS.injection,
+    pii: request.guardrails?.pii ?? DEFAULT_GUARDRAILS.pii,
+  };
+}
+
 /** Prompt templates of the serving pattern, else the defaults. */
 export function templatesFor(config: RuntimeConfig): PromptTemplates {
   const g = config.servingPattern?.generation;
@@ -402,7 +423,10 @@ export async function ragFor(
   const options = retrieverOptionsFor(configOf(rt, embeddingModel), request);
   const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
   const reranker = plan && (await rerankerOf(rt, plan));
-  const templates = templatesFor(rt.config);
+  const guardrails = guardrailsFor(request);
+  // The fence goes into the templates themselves, so the local model (which reads the prompt back) sees it too.
+  const served = templatesFor(rt.config);
+  const templates = guardrails.injection === 'off' ? served : fenceContextAsData(served);
   let model = await rt.model();
   const chatModel = model;
   const transform = await queryTransformFor(rt.config, request, options, async () => chatModel);
@@ -420,6 +444,7 @@ export async function ragFor(
     }),
     model,
     templates,
+    guardrails,
     ...(plan &&
       reranker && {
         reranker: { reranker, candidates: plan.candidates, k: plan.k, fallback: true },

@@ -106,6 +106,23 @@ const Warnings = z
   .optional()
   .meta({ description: 'present only when something degraded, e.g. a failed reranker' });
 
+/** Guardrails of an answer: prompt-injection screening and PII redaction (`shared/src/generation/guardrails.ts`). */
+const GuardrailsSchema = z
+  .strictObject({
+    injection: z.enum(['exclude', 'quote', 'off']).optional().meta({
+      description:
+        'passages that look like instructions aimed at the model: exclude them (default), pass them as quoted data, or off (no screening); a question that looks like one is answered with a refusal unless off; either way `warnings` says what was flagged',
+    }),
+    pii: z.enum(['redact', 'off']).optional().meta({
+      description:
+        'redact e-mail addresses, phone, card and account numbers in the answer (default off)',
+    }),
+  })
+  .meta({ id: 'Guardrails' });
+
+/** Answering-only fields of /generate, /stream and /chat. */
+const AnswerFields = { guardrails: GuardrailsSchema.optional() };
+
 /** POST /search body: a query and optional retrieval overrides. */
 export const SearchRequest = z
   .strictObject({ query: z.string().trim().min(1).max(10_000), ...RetrievalFields })
@@ -140,7 +157,11 @@ export type SearchResponse = z.infer<typeof SearchResponse>;
 
 /** POST /generate and POST /stream body. */
 export const GenerateRequest = z
-  .strictObject({ question: z.string().trim().min(1).max(10_000), ...RetrievalFields })
+  .strictObject({
+    question: z.string().trim().min(1).max(10_000),
+    ...RetrievalFields,
+    ...AnswerFields,
+  })
   .meta({ id: 'GenerateRequest' });
 /** Parsed POST /generate body. */
 export type GenerateRequest = z.infer<typeof GenerateRequest>;
@@ -154,7 +175,11 @@ const ChatMessageSchema = z
 
 /** POST /chat body: the conversation so far, ending with a user turn. */
 export const ChatRequest = z
-  .strictObject({ messages: z.array(ChatMessageSchema).min(1).max(100), ...RetrievalFields })
+  .strictObject({
+    messages: z.array(ChatMessageSchema).min(1).max(100),
+    ...RetrievalFields,
+    ...AnswerFields,
+  })
   .meta({ id: 'ChatRequest' });
 /** Parsed POST /chat body. */
 export type ChatRequest = z.infer<typeof ChatRequest>;

@@ -1,4 +1,5 @@
 import { ValidationError } from '../errors.js';
+import type { TermStats } from '../generation/term-stats.js';
 import type { ChatMessage, ChatUsage, FoundationModel } from '../generation/types.js';
 import type { TokenUsage } from '../pricing.js';
 import type {
@@ -168,6 +169,21 @@ export function keywordOnlySearch(
   });
 }
 
+/** How long the term statistics of a store are reused by RM3's document-frequency filter. */
+const TERM_STATS_TTL_MS = 60_000;
+const termStatsCache = new WeakMap<VectorStore, { at: number; stats: Promise<TermStats> }>();
+
+/** The store's term statistics (a whole-vocabulary read), reused for {@link TERM_STATS_TTL_MS}. */
+function cachedTermStats(store: VectorStore): Promise<TermStats | undefined> {
+  if (store.termStats === undefined) return Promise.resolve(undefined);
+  const hit = termStatsCache.get(store);
+  if (hit && Date.now() - hit.at < TERM_STATS_TTL_MS) return hit.stats;
+  const stats = store.termStats();
+  termStatsCache.set(store, { at: Date.now(), stats });
+  stats.catch(() => termStatsCache.delete(store));
+  return stats;
+}
+
 /** RRF of several hit lists keyed by chunk id (the first list's hit object wins), cut to `k`, RRF scores. */
 export function fuseHits(lists: readonly SearchHit[][], k: number, rrfK: number): SearchHit[] {
   const byId = new Map<string, SearchHit>();
@@ -203,7 +219,7 @@ export async function applyQueryTransform(
   if (t.kind === 'rm3') {
     const o = rm3Options(t.rm3);
     const feedback = await keywordOnlySearch(store, query, o.fbDocs, params.filter);
-    const stats = store.termStats ? await store.termStats() : undefined;
+    const stats = await cachedTermStats(store);
     const terms = rm3Expand(
       query,
       feedback.map((h) => ({ text: h.text, score: h.score ?? 0 })),

@@ -60,6 +60,28 @@ describe('ai4rag search, ask and eval-retrieval with --query-transform', () => {
     expect(out.queryTransform.expansion.reduce((n, t) => n + t.weight, 0)).toBeCloseTo(1, 9);
   });
 
+  it('ask --query-transform rm3 prints the transform line before the timing line', async () => {
+    // Act
+    const a = capture();
+    const code = await main(
+      [
+        'ask',
+        'How many days of annual leave do employees get?',
+        '--search-mode',
+        'hybrid',
+        '--query-transform',
+        'rm3',
+        '--data-dir',
+        data,
+      ],
+      a.io,
+    );
+    // Assess: no chat call, so no tokens on the transform line
+    expect(code).toBe(0);
+    expect(a.out.at(-2)).toMatch(/^query transform: rm3 \d+\.\d ms$/);
+    expect(a.out.at(-1)).toMatch(/^retrieve /);
+  });
+
   it.each([
     [
       ['--query-transform', 'rm4'],

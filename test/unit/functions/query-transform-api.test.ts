@@ -175,6 +175,38 @@ describe('query_transform with the local extractive model', () => {
   });
 });
 
+describe('a promoted pattern with query_transform rm3', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startWith({
+      AI4RAG_SERVING_PATTERN: JSON.stringify({
+        retrieval: {
+          method: 'simple',
+          number_of_chunks: 2,
+          search_mode: 'hybrid',
+          ranker_strategy: 'rrf',
+          ranker_k: 60,
+          query_transform: 'rm3',
+        },
+      }),
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('serves with it, unless the request says none', async () => {
+    // Act
+    const served = await post(server, '/search', { query: QUESTION });
+    const plain = await post(server, '/search', { query: QUESTION, query_transform: 'none' });
+    // Assess
+    expect(served.status).toBe(200);
+    expect((served.body.query_transform as { type: string }).type).toBe('rm3');
+    expect(plain.status).toBe(200);
+    expect(plain.body.query_transform).toBeUndefined();
+  });
+});
+
 describe('a serving pattern with query_transform', () => {
   const pattern = (retrieval: Record<string, unknown>) =>
     JSON.stringify({ retrieval: { method: 'simple', number_of_chunks: 3, ...retrieval } });

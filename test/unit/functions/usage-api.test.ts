@@ -93,11 +93,12 @@ describe('answers report tokens and cost (ai4rag serve, an OpenAI-compatible cha
 
     // Assess
     const bodies = fake.requests.map((r) => r.body as ChatBody);
-    expect(bodies.map(promptTokensOf)).toEqual([188, 188, 188]);
+    // 188 tokens of ai4rag's prompt plus 52 of the guardrails' data fence (fenceContextAsData).
+    expect(bodies.map(promptTokensOf)).toEqual([240, 240, 240]);
     expect(bodies[2]?.stream_options).toEqual({ include_usage: true });
-    const usage = { prompt_tokens: 188, completion_tokens: 12, total_tokens: 200 };
-    // (188 × 2 + 12 × 10) / 1e6 USD
-    const cost = 0.000496;
+    const usage = { prompt_tokens: 240, completion_tokens: 12, total_tokens: 252 };
+    // (240 × 2 + 12 × 10) / 1e6 USD
+    const cost = 0.0006;
     expect([generate.usage, generate.cost_usd]).toEqual([usage, cost]);
     expect([chat.usage, chat.cost_usd]).toEqual([usage, cost]);
     expect(doneData(stream)).toEqual({
@@ -125,9 +126,9 @@ describe('answers of the local model', () => {
     ).json()) as Record<string, unknown>;
 
     // Assess
-    // The same 188-token prompt as the remote model's; the answer, 55 characters, is ceil(55 / 4) = 14 tokens.
+    // The same 240-token prompt as the remote model's; the answer, 55 characters, is ceil(55 / 4) = 14 tokens.
     expect(body.answer).toBe('The approval limit for expenses is 500 euros per claim.');
-    expect(body.usage).toEqual({ prompt_tokens: 188, completion_tokens: 14, total_tokens: 202 });
+    expect(body.usage).toEqual({ prompt_tokens: 240, completion_tokens: 14, total_tokens: 254 });
     expect(body.cost_usd).toBe(0);
   });
 });

@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ValidationError } from '../../shared/src/errors.js';
+import { validateMetadataFilter } from '../../shared/src/vectorstores/filter.js';
+import type { MetadataFilter } from '../../shared/src/vectorstores/types.js';
 
 /** Option spec for `node:util` parseArgs. */
 export type OptionSpec = Record<
@@ -82,4 +84,26 @@ export function oneOf<T extends string>(
     throw new ValidationError(`--${name} must be one of ${allowed.join(', ')}; got "${raw}"`);
   }
   return raw as T;
+}
+
+/**
+ * A metadata filter flag: JSON in the language of `shared/src/vectorstores/filter.ts`, validated here so a bad
+ * filter is a usage error (exit 2) naming the flag and the offending key or operator.
+ */
+export function filterFlag(p: Parsed, name: string): MetadataFilter | undefined {
+  const raw = str(p, name);
+  if (raw === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error: unknown) {
+    throw new ValidationError(`--${name} must be JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  try {
+    return validateMetadataFilter(json);
+  } catch (error: unknown) {
+    throw new ValidationError(`--${name}: ${(error as Error).message}`, { cause: error });
+  }
 }

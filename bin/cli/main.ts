@@ -39,6 +39,7 @@ import type {
   VectorStore,
 } from '../../shared/src/vectorstores/types.js';
 import {
+  filterFlag,
   flag,
   int,
   type OptionSpec,
@@ -132,6 +133,9 @@ Retrieval options (search, eval-retrieval):
                            embedder, else 0.5)
   --retrieval-method simple|window   window expands each hit with its neighbours (default simple)
   --window-size N          neighbours on each side, 1..4 with window (default 1); 0 with simple
+  --filter JSON            only chunks whose metadata matches, e.g. '{"user.year":{"gte":2020}}': fields
+                           document_id, sequence_number, start_index, headings, user.<key>; operators eq ne in
+                           nin gt gte lt lte startsWith, combined with and / or / not
 
 ${QUERY_TRANSFORM_HELP}
 
@@ -187,6 +191,7 @@ const RETRIEVAL: OptionSpec = {
   'ranker-alpha': { type: 'string' },
   'retrieval-method': { type: 'string' },
   'window-size': { type: 'string' },
+  filter: { type: 'string' },
 };
 
 interface Io {
@@ -302,6 +307,13 @@ function retrievalFrom(p: Parsed, numberOfChunks: number): RetrieverOptions {
   const searchMode = oneOf<SearchMode>(p, 'search-mode', ['vector', 'hybrid'], defaults.searchMode);
   const method = oneOf<RetrievalMethod>(p, 'retrieval-method', ['simple', 'window'], 'simple');
   const windowSize = int(p, 'window-size', method === 'window' ? 1 : 0);
+  const filter = filterFlag(p, 'filter');
+  if (filter !== undefined) {
+    return {
+      ...retrievalFrom({ ...p, values: { ...p.values, filter: undefined } }, numberOfChunks),
+      filter,
+    };
+  }
   if (searchMode === 'vector') {
     for (const name of ['ranker-strategy', 'ranker-k', 'ranker-alpha']) {
       if (str(p, name) !== undefined)

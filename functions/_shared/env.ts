@@ -13,6 +13,8 @@ import { ValidationError } from '../../shared/src/errors.js';
 import { type PriceTable, parsePriceTable } from '../../shared/src/pricing.js';
 import { QUERY_TRANSFORMS } from '../../shared/src/retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../../shared/src/retrieval/rerank.js';
+import { parseMetadataFilter } from '../../shared/src/vectorstores/filter.js';
+import type { MetadataFilter } from '../../shared/src/vectorstores/types.js';
 
 /** An environment record (`ENV` in production, a literal in tests). */
 export type EnvRecord = Readonly<Record<string, string | undefined>>;
@@ -57,6 +59,21 @@ export const ServingPatternSchema = z.object({
         .optional(),
       /** A query transform the pattern was optimized with (absent: none). */
       query_transform: z.enum(QUERY_TRANSFORMS).optional(),
+      /**
+       * A metadata filter every search of the deployment applies (e.g. one tenant's documents), in the language
+       * of `shared/src/vectorstores/filter.ts`; a request's filter narrows it (both must match), never widens it.
+       */
+      filter: z
+        .unknown()
+        .superRefine((value, ctx) => {
+          try {
+            parseMetadataFilter(value);
+          } catch (error: unknown) {
+            ctx.addIssue({ code: 'custom', message: (error as Error).message });
+          }
+        })
+        .transform((value) => value as MetadataFilter)
+        .optional(),
     })
     .loose()
     .refine((r) => r.query_transform !== 'rm3' || r.search_mode === 'hybrid', {

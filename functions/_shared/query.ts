@@ -205,6 +205,18 @@ async function rerankerOf(rt: Runtime, plan: RerankPlan): Promise<Reranker> {
 /** Chunks returned when neither the request nor the serving pattern says. */
 export const DEFAULT_K = 5;
 
+/** The serving pattern's filter and the request's: both must match (a request narrows, never widens). */
+function scopedFilter(
+  pattern: MetadataFilter | undefined,
+  request: MetadataFilter | undefined,
+): { filter?: MetadataFilter } {
+  const given = [pattern, request].filter(
+    (f): f is MetadataFilter => f !== undefined && Object.keys(f).length > 0,
+  );
+  if (given.length === 0) return {};
+  return { filter: given.length === 1 ? (given[0] as MetadataFilter) : { and: given } };
+}
+
 /**
  * Retriever settings for a request: request fields first, then the serving pattern, then the defaults for the
  * embedding model (as the CLI's `search`). Incompatible combinations are left for the store's validation
@@ -222,7 +234,7 @@ export function retrieverOptionsFor(
     numberOfChunks,
     method: windowSize > 0 ? 'window' : 'simple',
     windowSize,
-    ...(request.filter && { filter: request.filter }),
+    ...scopedFilter(p?.filter, request.filter),
   };
   const searchMode = request.search_mode ?? (p?.search_mode as SearchMode) ?? defaults.searchMode;
   if (searchMode === 'vector') {
@@ -547,5 +559,23 @@ export function toGenerateResponse(
     ...(answer.warnings !== undefined && { warnings: answer.warnings }),
     ...usageFields(answer.usage, modelId, prices),
     ...(answer.queryTransform && { query_transform: toQueryTransform(answer.queryTransform) }),
+    ...citationFields(answer),
+  };
+}
+
+/** An answer's citations in the API's snake_case; nothing when they were not asked for. */
+export function citationFields(
+  answer: Pick<RagAnswer, 'citations' | 'removedCitations'>,
+): Pick<GenerateResponse, 'citations' | 'removed_citations'> {
+  if (answer.citations === undefined) return {};
+  return {
+    citations: answer.citations.map((c) => ({
+      marker: c.marker,
+      document_key: c.documentId,
+      chunk_id: c.chunkId,
+      start: c.start,
+      end: c.end,
+    })),
+    removed_citations: answer.removedCitations ?? 0,
   };
 }

@@ -37,12 +37,19 @@ export class S3ObjectStore implements ObjectStore {
   ) {}
 
   async get(key: string): Promise<Uint8Array> {
+    return (await this.getWithMetadata(key)).body;
+  }
+
+  /** One GetObject: the body and the object's user metadata (`x-amz-meta-*`, as the SDK returns it). */
+  async getWithMetadata(
+    key: string,
+  ): Promise<{ body: Uint8Array; metadata: Record<string, string> }> {
     try {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: checkObjectKey(key) }),
       );
-      if (!out.Body) throw new NotFoundError(`Object '${key}' has no body.`);
-      return await out.Body.transformToByteArray();
+      if (!out?.Body) throw new NotFoundError(`Object '${key}' has no body.`);
+      return { body: await out.Body.transformToByteArray(), metadata: { ...(out.Metadata ?? {}) } };
     } catch (error) {
       if (error instanceof NotFoundError) throw error;
       if (isNotFound(error)) {

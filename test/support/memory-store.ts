@@ -1,6 +1,10 @@
 import type { AI4RAGChunk } from '../../shared/src/chunking/types.js';
 import { WriteEndedError } from '../../shared/src/vectorstores/errors.js';
 import {
+  matchesMetadataFilter,
+  parseMetadataFilter,
+} from '../../shared/src/vectorstores/filter.js';
+import {
   checkLease,
   checkVersion,
   compareSequencers,
@@ -273,7 +277,9 @@ export class MemoryStore implements VectorStore {
 
   async search(query: string, params: SearchParams): Promise<SearchHit[]> {
     const terms = query.toLowerCase().split(/\W+/).filter(Boolean);
+    const filter = parseMetadataFilter(params.filter ?? {});
     return [...this.chunks.values()]
+      .filter((c) => matchesMetadataFilter(filter, c.metadata))
       .map((c) => ({ c, s: terms.filter((t) => c.text.toLowerCase().includes(t)).length }))
       .filter((x) => x.s > 0)
       .sort((a, b) => b.s - a.s || a.c.id.localeCompare(b.c.id))
@@ -296,8 +302,9 @@ export class MemoryStore implements VectorStore {
 
   async deleteByFilter(filter: MetadataFilter): Promise<number> {
     let n = 0;
+    const f = parseMetadataFilter(filter, { nonEmpty: true });
     for (const [id, c] of this.chunks) {
-      if (Object.entries(filter).every(([k, v]) => c.metadata[k] === v)) {
+      if (matchesMetadataFilter(f, c.metadata)) {
         this.chunks.delete(id);
         n += 1;
       }

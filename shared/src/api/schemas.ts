@@ -7,6 +7,8 @@ import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { MAX_MULTI_QUERY_COUNT, QUERY_TRANSFORMS } from '../retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
+import { parseMetadataFilter } from '../vectorstores/filter.js';
+import type { MetadataFilter as MetadataFilterJson } from '../vectorstores/types.js';
 
 /** Error body of every non-2xx answer. */
 export const ErrorResponse = z
@@ -61,9 +63,25 @@ const QueryTransformReportSchema = z
   })
   .meta({ id: 'QueryTransformReport' });
 
+/**
+ * A metadata filter, checked by the one filter parser (`parseMetadataFilter`): not a `z.record`, which would
+ * silently drop a `__proto__` key (assigning it sets the prototype) instead of refusing it.
+ */
 const MetadataFilter = z
-  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
-  .meta({ description: 'equality filter over chunk metadata (all keys must match)' });
+  .unknown()
+  .superRefine((value, ctx) => {
+    try {
+      parseMetadataFilter(value);
+    } catch (error: unknown) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    }
+  })
+  .transform((value) => value as MetadataFilterJson)
+  .meta({
+    type: 'object',
+    description:
+      'metadata filter: fields document_id, sequence_number, start_index, headings or user.<key>, each a value (equality) or an object of operators eq, ne, in, nin, gt, gte, lt, lte, startsWith; combined with and: [...], or: [...], not: {...}. Example: {"user.year": {"gte": 2020}, "or": [{"user.lang": "en"}, {"user.lang": "de"}]}',
+  });
 
 /** Retrieval settings a caller may override (the serving pattern or the defaults fill the rest). */
 const RetrievalFields = {
@@ -121,7 +139,13 @@ const GuardrailsSchema = z
   .meta({ id: 'Guardrails' });
 
 /** Answering-only fields of /generate, /stream and /chat. */
-const AnswerFields = { guardrails: GuardrailsSchema.optional() };
+const AnswerFields = {
+  guardrails: GuardrailsSchema.optional(),
+  citations: z.boolean().optional().meta({
+    description:
+      'ask the model to cite its sources with inline markers [n] (n-th reference document) and return them parsed in `citations`; default false',
+  }),
+};
 
 /** POST /search body: a query and optional retrieval overrides. */
 export const SearchRequest = z
@@ -226,6 +250,32 @@ const CostUsd = z.number().min(0).optional().meta({
     'USD of `usage` by the price table (AI4RAG_PRICES, or `ai4rag serve --prices FILE`); 0 for local models; absent when the table has no price for the model or the usage is unknown',
 });
 
+/** One inline marker of an answer bound to its source, with the cited span. */
+const CitationSchema = z
+  .object({
+    marker: z.number().int().min(1).meta({
+      description: 'the n of the marker [n] in the answer: reference_documents[n - 1]',
+    }),
+    document_key: z.string(),
+    chunk_id: z.string().meta({ description: 'first chunk id of that reference document' }),
+    start: z.number().int().min(0).meta({
+      description: 'start offset of the cited span in reference_documents[n - 1].text',
+    }),
+    end: z.number().int().min(0).meta({ description: 'end offset (exclusive) of the cited span' }),
+  })
+  .meta({ id: 'Citation' });
+
+/** The citations of an answer asked with `citations: true`. */
+const CitationFields = {
+  citations: z.array(CitationSchema).optional().meta({
+    description: 'with `citations: true`: the markers of the answer, in answer order',
+  }),
+  removed_citations: z.number().int().min(0).optional().meta({
+    description:
+      'with `citations: true`: markers to documents that were not given, removed from the answer',
+  }),
+};
+
 /** POST /generate answer: text, model, sources, per-step timing and tokens. */
 export const GenerateResponse = z
   .object({
@@ -240,6 +290,7 @@ export const GenerateResponse = z
     query_transform: QueryTransformReportSchema.optional().meta({
       description: 'what the query transform did; its tokens are not in `usage`',
     }),
+    ...CitationFields,
   })
   .meta({ id: 'GenerateResponse' });
 /** POST /generate answer, typed. */
@@ -252,6 +303,7 @@ export const StreamDoneEvent = z
     model: z.string().optional(),
     usage: UsageSchema.optional(),
     cost_usd: CostUsd,
+    ...CitationFields,
   })
   .meta({ id: 'StreamDoneEvent' });
 /** The `done` event, typed. */

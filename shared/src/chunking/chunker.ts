@@ -37,9 +37,17 @@ function chunkRecursive(doc: LoadedDocument, opts: ChunkingOptions): AI4RAGChunk
         document_id: documentId,
         sequence_number: sequenceNumber,
         start_index: span.startIndex,
+        ...userMetadataOf(doc),
       },
     };
   });
+}
+
+/** The document's user metadata as a chunk metadata entry (`user`), or nothing. */
+function userMetadataOf(doc: LoadedDocument): { user?: Record<string, string | number | boolean> } {
+  return doc.metadata !== undefined && Object.keys(doc.metadata).length > 0
+    ? { user: { ...doc.metadata } }
+    : {};
 }
 
 function chunkHybrid(doc: LoadedDocument, opts: ChunkingOptions): AI4RAGChunk[] {
@@ -51,6 +59,7 @@ function chunkHybrid(doc: LoadedDocument, opts: ChunkingOptions): AI4RAGChunk[] 
       sequence_number: sequenceNumber,
     };
     if (piece.headings.length > 0) metadata.headings = piece.headings.join(' > ');
+    Object.assign(metadata, userMetadataOf(doc));
     return { id: chunkId(documentId, sequenceNumber, piece.text), text: piece.text, metadata };
   });
 }

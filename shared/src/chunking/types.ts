@@ -7,6 +7,8 @@ export interface ChunkMetadata {
   start_index?: number;
   /** Heading path "A > B" (hybrid chunking). */
   headings?: string;
+  /** The document's user metadata (sidecar, jsonl `metadata`, S3 object metadata); filter it as `user.<key>`. */
+  user?: Record<string, string | number | boolean>;
   [key: string]: unknown;
 }
 

@@ -39,6 +39,13 @@ export { cleanText, hasUnstorable, type UnstorableCounts } from './sanitize.js';
 export { decodeUtf8, normalizeNewlines, parsePlainText } from './text.js';
 export type * from './types.js';
 export {
+  isMetadataSidecar,
+  METADATA_SIDECAR_SUFFIX,
+  parseUserMetadata,
+  USER_METADATA_LIMITS,
+  withUserMetadata,
+} from './user-metadata.js';
+export {
   BoundedZipReader,
   readZipDirectory,
   type ZipDirectoryLimits,

@@ -9,6 +9,7 @@ import type {
   LoadedDocument,
   LoadResult,
 } from './types.js';
+import { parseUserMetadata, withUserMetadata } from './user-metadata.js';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
@@ -21,7 +22,8 @@ export interface JsonlParseOptions {
 }
 
 /**
- * Splits a corpus file (one `{"id","title","text"}` object per line) into documents. A bad line
+ * Splits a corpus file (one `{"id","title","text"}` object per line, with an optional `"metadata"` object of
+ * user metadata, see `user-metadata.ts`) into documents. A bad line
  * becomes an `invalid_record` failure keyed `file.jsonl:LINE`; the other lines still load.
  * The content hash covers `title + "\n" + text` (title empty when absent), so a re-ingest skips
  * unchanged records even when other lines of the file changed. NUL characters and unpaired
@@ -60,7 +62,7 @@ export function parseJsonl(
       fail('invalid_record', 'expected a JSON object with "id" and "text"');
       return;
     }
-    const { id, title, text } = record as Record<string, unknown>;
+    const { id, title, text, metadata } = record as Record<string, unknown>;
     if ((typeof id !== 'string' || id.trim() === '') && typeof id !== 'number') {
       fail('invalid_record', 'missing a non-empty string "id"');
       return;
@@ -71,6 +73,12 @@ export function parseJsonl(
     }
     if (title !== undefined && title !== null && typeof title !== 'string') {
       fail('invalid_record', '"title" must be a string when present');
+      return;
+    }
+    const userMetadata =
+      metadata === undefined || metadata === null ? undefined : parseUserMetadata(metadata);
+    if (userMetadata?.ok === false) {
+      fail('invalid_record', `"metadata": ${userMetadata.message}`);
       return;
     }
     if (hasUnstorable(String(id))) {
@@ -95,7 +103,7 @@ export function parseJsonl(
       ...(cleanTitle ? [{ type: 'heading', level: 1, text: cleanTitle } as const] : []),
       ...parsePlainText(body),
     ];
-    documents.push({
+    const doc: LoadedDocument = {
       key: String(id),
       title: cleanTitle,
       text: cleanTitle ? `${cleanTitle}\n\n${body}` : body,
@@ -103,7 +111,8 @@ export function parseJsonl(
       contentHash: sha256(`${rawTitle ?? ''}\n${rawBody}`),
       format: 'jsonl',
       sourcePath,
-    });
+    };
+    documents.push(userMetadata?.ok ? withUserMetadata(doc, userMetadata.metadata) : doc);
     for (const warning of unstorableWarnings(key, sourcePath, counts)) warnings.push(warning);
   });
   return { documents, failures, warnings };

@@ -28,7 +28,15 @@ import type {
   LoadedDocument,
   LoadOptions,
   LoadResult,
+  UserMetadata,
 } from './types.js';
+import {
+  isMetadataSidecar,
+  METADATA_SIDECAR_SUFFIX,
+  parseUserMetadata,
+  USER_METADATA_LIMITS,
+  withUserMetadata,
+} from './user-metadata.js';
 
 /** Default per-file size limit: larger files are reported `too_large` without being read. */
 export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
@@ -354,10 +362,56 @@ async function walkFolder(
   }
 }
 
+/** Reads and checks a sidecar metadata file (≤ {@link USER_METADATA_LIMITS}.sidecarBytes of JSON). */
+async function readSidecar(
+  absPath: string,
+): Promise<{ ok: true; metadata: UserMetadata } | { ok: false; message: string }> {
+  try {
+    const info = await stat(absPath);
+    if (info.size > USER_METADATA_LIMITS.sidecarBytes) {
+      return { ok: false, message: `over ${USER_METADATA_LIMITS.sidecarBytes} bytes` };
+    }
+    return parseUserMetadata(JSON.parse(await readFile(absPath, 'utf8')));
+  } catch (error: unknown) {
+    return { ok: false, message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** {@link loadFile}, then the file's sidecar metadata attached to each of its documents. */
+async function loadWithSidecar(
+  file: FileEntry,
+  sidecars: ReadonlySet<string>,
+  options: LoadOptions,
+): Promise<LoadResult> {
+  const result = await loadFile(file.absPath, file.key, options);
+  const sidecar = `${file.absPath}${METADATA_SIDECAR_SUFFIX}`;
+  if (!sidecars.has(sidecar) || result.documents.length === 0) return result;
+  const meta = await readSidecar(sidecar);
+  if (!meta.ok) {
+    // A document without the metadata it was given would be found by the wrong filters: fail it.
+    return {
+      documents: [],
+      failures: [
+        ...result.failures,
+        {
+          key: file.key,
+          sourcePath: sidecar,
+          reason: 'invalid_record',
+          message: `${file.key}: metadata sidecar ${path.basename(sidecar)} is invalid (${meta.message})`,
+        },
+      ],
+      warnings: result.warnings ?? [],
+    };
+  }
+  return { ...result, documents: result.documents.map((d) => withUserMetadata(d, meta.metadata)) };
+}
+
 /**
  * Loads documents from files and folders. Folders are walked recursively in sorted order
  * (hidden entries skipped); each file's key is its path relative to the folder, or its basename
- * when the path is a file. Bad files become `failures`; a key seen twice keeps the first.
+ * when the path is a file. Bad files become `failures`; a key seen twice keeps the first. A sidecar
+ * `<file>.metadata.json` next to a file is its user metadata (attached to its documents, never loaded as one;
+ * an invalid sidecar fails its file).
  *
  * @throws {ValidationError} when a given path does not exist or an option is out of range.
  * @example
@@ -375,7 +429,18 @@ export async function loadDocuments(paths: string[], options?: LoadOptions): Pro
       });
     });
     if (info.isDirectory()) await walkFolder(absolute, '', files, walkFailures);
-    else files.push({ absPath: absolute, key: path.basename(absolute) });
+    else {
+      files.push({ absPath: absolute, key: path.basename(absolute) });
+      const sidecar = `${absolute}${METADATA_SIDECAR_SUFFIX}`;
+      if ((await stat(sidecar).catch(() => undefined))?.isFile()) {
+        files.push({ absPath: sidecar, key: path.basename(sidecar) });
+      }
+    }
+  }
+  // Sidecars (`<file>.metadata.json`) are metadata of their file, never documents themselves.
+  const sidecars = new Set(files.filter((f) => isMetadataSidecar(f.absPath)).map((f) => f.absPath));
+  for (let i = files.length - 1; i >= 0; i--) {
+    if (sidecars.has((files[i] as FileEntry).absPath)) files.splice(i, 1);
   }
 
   const results: LoadResult[] = new Array(files.length);
@@ -384,7 +449,7 @@ export async function loadDocuments(paths: string[], options?: LoadOptions): Pro
     while (next < files.length) {
       const index = next++;
       const file = files[index];
-      if (file) results[index] = await loadFile(file.absPath, file.key, resolved);
+      if (file) results[index] = await loadWithSidecar(file, sidecars, resolved);
     }
   };
   await Promise.all(Array.from({ length: Math.min(resolved.concurrency, files.length) }, worker));

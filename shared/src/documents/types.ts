@@ -26,7 +26,15 @@ export interface LoadedDocument {
   format: DocumentFormat;
   /** Absolute path of the file it came from, when it came from a file. */
   sourcePath?: string | undefined;
+  /**
+   * User metadata (a sidecar `<file>.metadata.json`, a jsonl record's `metadata`, S3 `x-amz-meta-*`), stored
+   * with every chunk under `metadata.user` and filterable as `user.<key>`.
+   */
+  metadata?: UserMetadata | undefined;
 }
+
+/** User metadata of a document: flat scalar values under validated keys (see `user-metadata.ts`). */
+export type UserMetadata = Record<string, string | number | boolean>;
 
 /** A file (or jsonl line) that could not be loaded; the other documents still load. */
 export interface DocumentLoadFailure {

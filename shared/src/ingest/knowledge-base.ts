@@ -21,7 +21,13 @@ import * as z from 'zod';
 import { createChunker } from '../chunking/index.js';
 import type { ChunkingOptions } from '../chunking/types.js';
 import { detectFormat, loadBytes } from '../documents/load.js';
-import type { LoadedDocument } from '../documents/types.js';
+import type { LoadedDocument, LoadResult } from '../documents/types.js';
+import {
+  isMetadataSidecar,
+  METADATA_SIDECAR_SUFFIX,
+  parseUserMetadata,
+  withUserMetadata,
+} from '../documents/user-metadata.js';
 import type { Embedder } from '../embeddings/types.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { getJson, type ObjectStore, putJson } from '../ports/object-store.js';
@@ -240,6 +246,57 @@ export interface IngestOutcome {
 }
 
 /**
+ * User metadata of an object's documents: its S3 user metadata (`x-amz-meta-*`, `-` in names read as `_`),
+ * overridden by a sidecar object `<key>.metadata.json`, overridden by a jsonl record's own `metadata`. Invalid
+ * metadata fails the object's documents (they would otherwise be found by the wrong filters).
+ */
+async function attachObjectMetadata(
+  objects: ObjectStore,
+  sourceKey: string,
+  objectMetadata: Record<string, string>,
+  loaded: LoadResult,
+): Promise<LoadResult> {
+  if (loaded.documents.length === 0) return loaded;
+  const merged: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(objectMetadata)) {
+    Object.defineProperty(merged, k.replace(/-/g, '_'), { value: v, enumerable: true });
+  }
+  let problem: string | undefined;
+  const sidecarKey = `${sourceKey}${METADATA_SIDECAR_SUFFIX}`;
+  // One GET (no HEAD first): a missing sidecar is the common case and costs one 404.
+  try {
+    const sidecar = parseUserMetadata(await getJson<unknown>(objects, sidecarKey));
+    if (sidecar.ok) Object.assign(merged, sidecar.metadata);
+    else problem = `metadata sidecar ${sidecarKey} is invalid (${sidecar.message})`;
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) {
+      problem = `metadata sidecar ${sidecarKey} is invalid (${(error as Error).message})`;
+    }
+  }
+  const checked = problem === undefined ? parseUserMetadata(merged) : undefined;
+  if (checked !== undefined && !checked.ok)
+    problem = `object metadata is invalid (${checked.message})`;
+  if (problem !== undefined || checked === undefined || !checked.ok) {
+    const message = `${sourceKey}: ${problem}`;
+    return {
+      documents: [],
+      failures: [
+        ...loaded.failures,
+        ...loaded.documents.map((d) => ({
+          key: d.key,
+          sourcePath: sourceKey,
+          reason: 'invalid_record' as const,
+          message,
+        })),
+      ],
+      warnings: loaded.warnings ?? [],
+    };
+  }
+  const metadata = checked.metadata;
+  return { ...loaded, documents: loaded.documents.map((d) => withUserMetadata(d, metadata)) };
+}
+
+/**
  * Handles an ObjectCreated notification: parses the object, skips documents whose content hash and indexing
  * settings are already stored, and sends the others to the chunk queue (large documents as an object key).
  * Broken files are recorded as `failed` and not retried (a retry cannot fix them).
@@ -256,15 +313,31 @@ export async function ingestObject(
   }
   // Taken before the read: a deletion committed after it wins over this version.
   const readAt = new Date().toISOString();
+  if (isMetadataSidecar(sourceKey)) {
+    // A sidecar is metadata of its object, never a document: re-read that object (its own sequencer does not
+    // apply: S3 sequencers compare only between events of one key).
+    const main = sourceKey.slice(0, -METADATA_SIDECAR_SUFFIX.length);
+    return (await rt.documents.exists(main)) ? ingestObject(rt, main) : [];
+  }
   let bytes: Uint8Array;
+  let objectMetadata: Record<string, string> = {};
   try {
-    bytes = await rt.documents.get(sourceKey);
+    if (rt.documents.getWithMetadata) {
+      const got = await rt.documents.getWithMetadata(sourceKey);
+      bytes = got.body;
+      objectMetadata = got.metadata;
+    } else bytes = await rt.documents.get(sourceKey);
   } catch (error) {
     // Deleted again before we got to it: the ObjectRemoved notification handles the rest.
     if (error instanceof NotFoundError) return [{ documentId: sourceKey, status: 'missing' }];
     throw error;
   }
-  const loaded = await loadBytes(bytes, sourceKey);
+  const loaded = await attachObjectMetadata(
+    rt.documents,
+    sourceKey,
+    objectMetadata,
+    await loadBytes(bytes, sourceKey),
+  );
   const now = new Date().toISOString();
   const outcomes: IngestOutcome[] = [];
   for (const f of loaded.failures) {

@@ -18,6 +18,11 @@ export interface ObjectStore {
   list(prefix: string): Promise<string[]>;
   /** Whether an object exists. */
   exists(key: string): Promise<boolean>;
+  /**
+   * Reads an object with its user metadata (S3 `x-amz-meta-*`, names without the prefix, lower-cased). Optional:
+   * stores without object metadata omit it, and callers then use {@link ObjectStore.get}.
+   */
+  getWithMetadata?(key: string): Promise<{ body: Uint8Array; metadata: Record<string, string> }>;
 }
 
 /** Reads and parses a JSON object. @throws NotFoundError when absent, ValidationError when not JSON. */

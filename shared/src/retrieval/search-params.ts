@@ -1,11 +1,6 @@
 import { ValidationError } from '../errors.js';
-import { validateMetadataFilter } from '../vectorstores/filter.js';
-import type {
-  MetadataFilter,
-  RankerStrategy,
-  SearchMode,
-  SearchParams,
-} from '../vectorstores/types.js';
+import { type FilterNode, parseMetadataFilter } from '../vectorstores/filter.js';
+import type { RankerStrategy, SearchMode, SearchParams } from '../vectorstores/types.js';
 
 /** Search parameters that break ai4rag's `validate_search_params` rules (search-space rules 5–7). */
 export class SearchParamsError extends ValidationError {
@@ -26,7 +21,8 @@ export interface ValidatedSearchParams {
   rankerK: number;
   /** Dense weight in [0, 1) for weighted, else the sentinel 1. */
   rankerAlpha: number;
-  filter?: MetadataFilter;
+  /** The parsed filter; absent when none was given (or it was `{}`). */
+  filter?: FilterNode;
 }
 
 /** Default RRF constant when a hybrid rrf search gives none (ai4rag's default grid value). */
@@ -60,10 +56,10 @@ export function validateSearchParams(p: SearchParams): ValidatedSearchParams {
   if (includeScores !== undefined && typeof includeScores !== 'boolean') {
     throw new SearchParamsError('includeScores must be a boolean');
   }
-  let filter: MetadataFilter | undefined;
+  let filter: FilterNode | undefined;
   if (p.filter !== undefined) {
     try {
-      filter = validateMetadataFilter(p.filter);
+      filter = parseMetadataFilter(p.filter);
     } catch (error: unknown) {
       throw new SearchParamsError(`invalid filter: ${(error as Error).message}`, { cause: error });
     }

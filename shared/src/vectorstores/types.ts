@@ -20,12 +20,38 @@ export interface SearchParams {
   rankerK?: number;
   /** Weight of the dense side; 1 (unused) unless strategy is weighted. */
   rankerAlpha?: number;
-  /** Only chunks whose metadata matches every key/value. */
+  /** Only chunks whose metadata matches the filter (the language of `filter.ts`). */
   filter?: MetadataFilter;
 }
 
-/** Equality filter over chunk metadata keys (`document_id`, `sequence_number`, or any custom key). */
-export type MetadataFilter = Record<string, string | number | boolean>;
+/** Operators of one field in a {@link MetadataFilter}. */
+export interface MetadataFieldOperators {
+  eq?: string | number | boolean;
+  ne?: string | number | boolean;
+  in?: readonly (string | number | boolean)[];
+  nin?: readonly (string | number | boolean)[];
+  gt?: number | string;
+  gte?: number | string;
+  lt?: number | string;
+  lte?: number | string;
+  startsWith?: string;
+}
+
+/**
+ * A metadata filter (JSON form; grammar and semantics in `filter.ts`): built-in fields (`document_id`,
+ * `sequence_number`, `start_index`, `headings`) and user metadata (`user.<key>`), each a value (equality) or
+ * an operator object, combined with `and` / `or` / `not`. Stores validate it before any I/O.
+ * @example { document_id: 'd1', 'user.year': { gte: 2020 }, or: [{ 'user.lang': 'en' }, { 'user.lang': 'de' }] }
+ */
+export type MetadataFilter = {
+  readonly [field: string]:
+    | string
+    | number
+    | boolean
+    | MetadataFieldOperators
+    | MetadataFilter
+    | readonly MetadataFilter[];
+};
 
 export interface SearchHit {
   id: string;

@@ -1,11 +1,12 @@
 /**
  * A small subset of Milvus boolean filter expressions, enough for what the Milvus store emits:
  * `==`, `!=`, `<`, `<=`, `>`, `>=`, `in [...]`, `not in [...]`, `and`, `or`, `not`, parentheses, string
- * (double- or single-quoted, backslash escapes), number and boolean literals, and `field["key"]` JSON access.
+ * (double- or single-quoted, backslash escapes), number and boolean literals, `field["key"]["nested"]` JSON
+ * access and `like "pattern"` (`%` any run, `_` one character, `\` escapes the next character).
  */
 
 type Literal = string | number | boolean;
-type Operand = { kind: 'field'; name: string; path?: string } | { kind: 'lit'; value: Literal };
+type Operand = { kind: 'field'; name: string; path: string[] } | { kind: 'lit'; value: Literal };
 /** A compiled expression: evaluates one row. */
 export type RowPredicate = (row: Record<string, unknown>) => boolean;
 
@@ -95,6 +96,21 @@ function compare(a: unknown, op: string, b: unknown): boolean {
   }
 }
 
+/** Milvus `like`: `%` matches any run, `_` one character, `\` takes the next character literally. */
+function likeRegExp(pattern: string): RegExp {
+  let re = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i] as string;
+    if (c === '\\' && i + 1 < pattern.length) {
+      i += 1;
+      re += (pattern[i] as string).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    } else if (c === '%') re += '.*';
+    else if (c === '_') re += '.';
+    else re += c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`, 's');
+}
+
 /**
  * Compiles a filter expression to a row predicate (an empty expression matches everything).
  * @throws {Error} on a syntax error.
@@ -119,22 +135,28 @@ export function compileExpr(src: string): RowPredicate {
     const tok = peek();
     if (tok?.t === 'id' && tok.v !== 'true' && tok.v !== 'false') {
       pos += 1;
-      if (isOp('[')) {
+      const path: string[] = [];
+      while (isOp('[')) {
         pos += 1;
         const key = toks[pos++];
         if (key?.t !== 'str') throw new Error('expected a string key in []');
         expectOp(']');
-        return { kind: 'field', name: tok.v, path: key.v };
+        path.push(key.v);
       }
-      return { kind: 'field', name: tok.v };
+      return { kind: 'field', name: tok.v, path };
     }
     return { kind: 'lit', value: literal() };
   };
   const value = (o: Operand, row: Record<string, unknown>): unknown => {
     if (o.kind === 'lit') return o.value;
-    const v = row[o.name];
-    if (o.path === undefined) return v;
-    return v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[o.path] : undefined;
+    let v = row[o.name];
+    for (const p of o.path) {
+      v =
+        v !== null && typeof v === 'object' && Object.hasOwn(v, p)
+          ? (v as Record<string, unknown>)[p]
+          : undefined;
+    }
+    return v;
   };
   const primary = (): RowPredicate => {
     if (isKw('not')) {
@@ -153,6 +175,16 @@ export function compileExpr(src: string): RowPredicate {
     if (isKw('not') && isKw('in', toks[pos + 1])) {
       negate = true;
       pos += 1;
+    }
+    if (isKw('like')) {
+      pos += 1;
+      const pat = toks[pos++];
+      if (pat?.t !== 'str') throw new Error('expected a string pattern after like');
+      const re = likeRegExp(pat.v);
+      return (row) => {
+        const v = value(left, row);
+        return typeof v === 'string' && re.test(v);
+      };
     }
     if (isKw('in')) {
       pos += 1;

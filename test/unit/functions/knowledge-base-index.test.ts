@@ -35,7 +35,10 @@ describe('the ANN index in the knowledge-base flow', () => {
     s3Mock.reset();
     sqsMock.reset();
     sqsMock.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
-    s3Mock.on(GetObjectCommand).resolves({ Body: s3Body(LEAVE_POLICY) });
+    // Only the uploaded object exists (its sidecar `<key>.metadata.json` does not).
+    s3Mock
+      .on(GetObjectCommand, { Key: 'guides/leave policy.md' })
+      .resolves({ Body: s3Body(LEAVE_POLICY) });
     client = await openPglite({});
     opened = [];
     rt = createTestRuntime();

@@ -59,7 +59,7 @@ describe('validateSearchParams', () => {
       rankerStrategy: 'weighted',
       rankerK: 0,
       rankerAlpha: 0,
-      filter: { document_id: 'd1' },
+      filter: { op: 'eq', path: ['document_id'], value: 'd1' },
     });
   });
 
@@ -123,6 +123,11 @@ describe('validateSearchParams', () => {
     ],
     ['an unknown mode', { k: 3, searchMode: 'graph' as never }, /searchMode must be/],
     ['a filter with a bad key', { k: 3, filter: { 'a b': 1 } }, /invalid filter/],
+    [
+      'a filter with an unknown operator',
+      { k: 3, filter: { 'user.a': { regex: 'x' } } },
+      /invalid filter: filter\.user\.a\.regex: unknown operator "regex"/,
+    ],
   ];
   for (const [what, params, message] of bad) {
     it(`rejects ${what}`, () => {

@@ -5,6 +5,7 @@ import { SearchParamsError } from '../../../shared/src/retrieval/search-params.j
 import { CollectionNameError } from '../../../shared/src/vectorstores/errors.js';
 import type {
   DistanceMetric,
+  MetadataFilter,
   SearchHit,
   SearchParams,
   VectorStore,
@@ -39,12 +40,22 @@ export function makeChunk(
 }
 
 const CORPUS: AI4RAGChunk[] = [
-  makeChunk('d1', 1, 'Proteins fold into three dimensional structures', { lang: 'en' }),
-  makeChunk('d1', 2, 'Enzymes are proteins that catalyse reactions', { lang: 'en' }),
-  makeChunk('d1', 3, 'Ribosomes translate messenger RNA into proteins', { lang: 'en' }),
-  makeChunk('d2', 1, 'The stock market closed higher on Friday', { lang: 'en' }),
-  makeChunk('d2', 2, 'Bond yields fell as investors sought safety', { lang: 'en' }),
-  makeChunk('d3', 1, 'Der Hund spielt im Garten mit dem Ball', { lang: 'de' }),
+  makeChunk('d1', 1, 'Proteins fold into three dimensional structures', {
+    user: { lang: 'en', year: 2019, topic: 'bio/fold' },
+  }),
+  makeChunk('d1', 2, 'Enzymes are proteins that catalyse reactions', {
+    user: { lang: 'en', year: 2021, topic: 'bio_chem' },
+  }),
+  makeChunk('d1', 3, 'Ribosomes translate messenger RNA into proteins', {
+    user: { lang: 'en', year: 2023, topic: 'bio%rna', draft: true },
+  }),
+  makeChunk('d2', 1, 'The stock market closed higher on Friday', {
+    user: { lang: 'en', year: '2021', topic: 'finance' },
+  }),
+  makeChunk('d2', 2, 'Bond yields fell as investors sought safety', { user: { lang: 'en' } }),
+  makeChunk('d3', 1, 'Der Hund spielt im Garten mit dem Ball', {
+    user: { lang: 'de', year: 2024 },
+  }),
 ];
 
 /** Vectors chosen so that each metric ranks the five documents differently (query = e1). */
@@ -153,7 +164,11 @@ export function runVectorStoreContract(
       expect(hits).toHaveLength(3);
       expect(hits[0]?.id).toBe('d2#2');
       expect(hits[0]?.text).toBe('Bond yields fell as investors sought safety');
-      expect(hits[0]?.metadata).toEqual({ document_id: 'd2', sequence_number: 2, lang: 'en' });
+      expect(hits[0]?.metadata).toEqual({
+        document_id: 'd2',
+        sequence_number: 2,
+        user: { lang: 'en' },
+      });
       expect(hits[0]?.score).toBeCloseTo(1, 5);
     });
 
@@ -304,7 +319,7 @@ export function runVectorStoreContract(
         k: 6,
         searchMode: 'hybrid',
         rankerStrategy: 'rrf',
-        filter: { lang: 'de' },
+        filter: { 'user.lang': 'de' },
       });
       const bySeq = await store.search('proteins', {
         k: 6,
@@ -318,6 +333,78 @@ export function runVectorStoreContract(
       expect(ids(byLang)).toEqual(['d3#1']);
       expect(ids(bySeq)).toEqual(['d1#2']);
       expect(typed).toEqual([]);
+    });
+
+    it.each([
+      ['eq (shorthand)', { 'user.year': 2021 }, ['d1#2']],
+      ['eq', { 'user.year': { eq: '2021' } }, ['d2#1']],
+      ['ne (missing fields match)', { 'user.lang': { ne: 'en' } }, ['d3#1']],
+      [
+        'ne on a sparse field',
+        { 'user.draft': { ne: true } },
+        ['d1#1', 'd1#2', 'd2#1', 'd2#2', 'd3#1'],
+      ],
+      ['in', { 'user.year': { in: [2019, 2024] } }, ['d1#1', 'd3#1']],
+      ['nin', { document_id: { nin: ['d1', 'd2'] } }, ['d3#1']],
+      ['gt (numbers only)', { 'user.year': { gt: 2021 } }, ['d1#3', 'd3#1']],
+      ['gte + lte', { 'user.year': { gte: 2019, lte: 2021 } }, ['d1#1', 'd1#2']],
+      ['lt on strings (byte order)', { 'user.topic': { lt: 'bio_' } }, ['d1#1', 'd1#3']],
+      ['gt on a built-in field', { sequence_number: { gt: 1 } }, ['d1#2', 'd1#3', 'd2#2']],
+      ['startsWith', { 'user.topic': { startsWith: 'bio' } }, ['d1#1', 'd1#2', 'd1#3']],
+      [
+        'startsWith with % and _ taken literally',
+        { 'user.topic': { startsWith: 'bio%' } },
+        ['d1#3'],
+      ],
+      ['startsWith with _', { 'user.topic': { startsWith: 'bio_' } }, ['d1#2']],
+      ['or', { or: [{ document_id: 'd3' }, { 'user.year': '2021' }] }, ['d2#1', 'd3#1']],
+      [
+        'and + not',
+        { and: [{ document_id: 'd1' }, { not: { 'user.year': { gte: 2023 } } }] },
+        ['d1#1', 'd1#2'],
+      ],
+      [
+        'not of a missing field',
+        { not: { 'user.draft': true } },
+        ['d1#1', 'd1#2', 'd2#1', 'd2#2', 'd3#1'],
+      ],
+    ] as [string, MetadataFilter, string[]][])(
+      'filters with %s, in vector and hybrid search',
+      async (_name, filter, expected) => {
+        // Prepare
+        const store = await open();
+        await store.addChunks(CORPUS);
+        // Act
+        const dense = await store.search('proteins', { k: 6, filter });
+        const hybrid = await store.search('proteins', {
+          k: 6,
+          searchMode: 'hybrid',
+          rankerStrategy: 'rrf',
+          filter,
+        });
+        // Assess
+        expect(ids(dense).sort()).toEqual(expected);
+        expect(ids(hybrid).sort()).toEqual(expected);
+      },
+    );
+
+    it.each([
+      [JSON.parse('{"__proto__": {"document_id": "d1"}}'), /key "__proto__" is refused/],
+      [{ 'user.constructor': 1 }, /refused/],
+      [{ lang: 'en' }, /unknown field "lang"/],
+      [{ 'user.year': { between: [1, 2] } }, /unknown operator "between"/],
+      [{ 'user.year': { gt: true } }, /filter\.user\.year\.gt: expected a number or a string/],
+      [{ or: [] }, /filter\.or: expected a non-empty array/],
+    ])('refuses the bad filter %j before any I/O', async (filter, message) => {
+      // Prepare
+      const store = await open();
+      // Act / Assess
+      await expect(store.search('proteins', { k: 3, filter: filter as never })).rejects.toThrow(
+        SearchParamsError,
+      );
+      await expect(store.search('proteins', { k: 3, filter: filter as never })).rejects.toThrow(
+        message,
+      );
     });
 
     it('reads a window of chunks by sequence number, ordered', async () => {
@@ -424,12 +511,15 @@ export function runVectorStoreContract(
       const store = await open();
       await store.addChunks(CORPUS);
       // Act
-      const deleted = await store.deleteByFilter({ lang: 'en', document_id: 'd1' });
+      const deleted = await store.deleteByFilter({ 'user.lang': 'en', document_id: 'd1' });
       // Assess
       expect(deleted).toBe(3);
       expect((await store.stats()).chunks).toBe(3);
       await expect(store.deleteByFilter({})).rejects.toThrow(/must not be empty/);
-      await expect(store.deleteByFilter({ 'bad key': 1 })).rejects.toThrow(/invalid/);
+      await expect(store.deleteByFilter({ 'bad key': 1 })).rejects.toThrow(
+        /unknown field "bad key"/,
+      );
+      await expect(store.deleteByFilter({ 'user.year': { lt: 2022 } })).resolves.toBe(0);
       expect((await store.stats()).chunks).toBe(3);
     });
 

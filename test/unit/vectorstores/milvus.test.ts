@@ -94,34 +94,61 @@ describe('Milvus filter expressions', () => {
     const hostile = 'x" or chunk_id != "y\\" or 1 == 1 or "\n';
     // Act
     const lit = milvusLiteral(hostile);
-    const expr = metadataFilterExpr({ note: hostile });
+    const expr = metadataFilterExpr({ 'user.note': hostile });
     const pred = compileExpr(expr);
     // Assess
     expect(lit).toBe('"x\\" or chunk_id != \\"y\\\\\\" or 1 == 1 or \\"\\n"');
-    expect(expr).toBe(`chunk_content["note"] == ${lit}`);
-    expect(pred({ chunk_id: 'a', chunk_content: { note: 'other' } })).toBe(false);
-    expect(pred({ chunk_id: 'a', chunk_content: { note: hostile } })).toBe(true);
+    expect(expr).toBe(`chunk_content["user"]["note"] == ${lit}`);
+    expect(pred({ chunk_id: 'a', chunk_content: { user: { note: 'other' } } })).toBe(false);
+    expect(pred({ chunk_id: 'a', chunk_content: { user: { note: hostile } } })).toBe(true);
   });
 
   it('maps document_id and sequence_number to scalar fields only for values of their type', () => {
     // Act
-    const expr = metadataFilterExpr({ document_id: 'd1', sequence_number: 2, lang: 'en', n: 1.5 });
-    const typed = metadataFilterExpr({ sequence_number: '2', document_id: 7, flag: true });
+    const expr = metadataFilterExpr({
+      document_id: 'd1',
+      sequence_number: 2,
+      'user.lang': 'en',
+      'user.n': 1.5,
+    });
+    const typed = metadataFilterExpr({ sequence_number: '2', document_id: 7, 'user.flag': true });
     // Assess
     expect(expr).toBe(
-      'document_id == "d1" and sequence_number == 2 and chunk_content["lang"] == "en" and chunk_content["n"] == 1.5',
+      '(document_id == "d1") and (sequence_number == 2) and (chunk_content["user"]["lang"] == "en") and (chunk_content["user"]["n"] == 1.5)',
     );
     expect(typed).toBe(
-      'chunk_content["sequence_number"] == "2" and chunk_content["document_id"] == 7 and chunk_content["flag"] == true',
+      '(chunk_content["sequence_number"] == "2") and (chunk_content["document_id"] == 7) and (chunk_content["user"]["flag"] == true)',
     );
     expect(metadataFilterExpr(undefined)).toBe('');
   });
 
   it('rejects bad keys and empty filters where a filter is required', () => {
     // Act / Assess
-    expect(() => metadataFilterExpr({ 'a"] or 1==1 or x["': 1 })).toThrow(/is invalid/);
+    expect(() => metadataFilterExpr({ 'a"] or 1==1 or x["': 1 })).toThrow(/unknown field/);
     expect(() => metadataFilterExpr({}, { nonEmpty: true })).toThrow(/must not be empty/);
     expect(() => milvusLiteral(Number.NaN)).toThrow(TypeError);
+  });
+
+  it('compiles every operator to real-Milvus syntax', () => {
+    // Act
+    const expr = metadataFilterExpr({
+      or: [
+        { 'user.year': { gte: 2020, lt: 2024 } },
+        { not: { document_id: { in: ['a', 'b'] } } },
+        { 'user.tag': { ne: 'x', nin: ['y'], startsWith: '50%_off\\' } },
+      ],
+    });
+    // Assess
+    expect(expr).toBe(
+      '((chunk_content["user"]["year"] >= 2020) and (chunk_content["user"]["year"] < 2024)) or (not (document_id in ["a", "b"])) or ((not (chunk_content["user"]["tag"] == "x")) and (not (chunk_content["user"]["tag"] in ["y"])) and (chunk_content["user"]["tag"] like "50\\\\%\\\\_off\\\\\\\\%"))',
+    );
+    const pred = compileExpr(expr);
+    expect(pred({ chunk_content: { user: { tag: '50%_off\\ today' } }, document_id: 'a' })).toBe(
+      true,
+    );
+    expect(pred({ chunk_content: { user: { tag: '50%Xoff\\' } }, document_id: 'a' })).toBe(false);
+    expect(pred({ chunk_content: { user: { year: 2021 } }, document_id: 'a' })).toBe(true);
+    expect(pred({ chunk_content: {}, document_id: 'c' })).toBe(true);
   });
 
   it('builds lists and conjunctions', () => {

@@ -1,4 +1,9 @@
-import { validateMetadataFilter } from '../filter.js';
+import {
+  type FilterNode,
+  type FilterPath,
+  type FilterValue,
+  parseMetadataFilter,
+} from '../filter.js';
 import type { MetadataFilter } from '../types.js';
 
 /**
@@ -28,35 +33,72 @@ export function milvusList(values: readonly (string | number | boolean)[]): stri
   return `[${values.map(milvusLiteral).join(', ')}]`;
 }
 
-/**
- * One equality term. `document_id` (string values) and `sequence_number` (integer values) use their scalar
- * fields; any other key, or a value of another type, compares the JSON metadata (`chunk_content["key"]`),
- * where Milvus compares typed values (1 ≠ "1"), matching the other backends.
- */
-function term(key: string, value: string | number | boolean): string {
-  if (key === 'document_id' && typeof value === 'string')
-    return `document_id == ${milvusLiteral(value)}`;
-  if (key === 'sequence_number' && typeof value === 'number' && Number.isSafeInteger(value)) {
-    return `sequence_number == ${milvusLiteral(value)}`;
-  }
-  return `chunk_content[${milvusLiteral(key)}] == ${milvusLiteral(value)}`;
+/** A `like` pattern matching strings that start with `prefix` (`\\`, `%` and `_` escaped with `\\`). */
+export function milvusPrefixPattern(prefix: string): string {
+  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /**
- * Builds the Milvus boolean expression of a metadata equality filter (terms joined with `and`); an empty
- * filter gives `''` (no filter). Keys are validated by {@link validateMetadataFilter}.
- * @throws {VectorStoreConfigError} for a bad key or value, or (with `nonEmpty`) an empty filter.
- * @example metadataFilterExpr({ document_id: 'd1', lang: 'en' })
- * // 'document_id == "d1" and chunk_content["lang"] == "en"'
+ * The Milvus operand of a filter path. `document_id` (all values strings) and `sequence_number` (all values
+ * integers) use their scalar fields; anything else compares the JSON metadata (`chunk_content["key"]`, user
+ * metadata `chunk_content["user"]["key"]`), where Milvus compares typed values (1 ≠ "1"), as the other stores.
+ */
+function operand(path: FilterPath, values: readonly FilterValue[]): string {
+  if (
+    path.length === 1 &&
+    path[0] === 'document_id' &&
+    values.every((v) => typeof v === 'string')
+  ) {
+    return 'document_id';
+  }
+  if (
+    path.length === 1 &&
+    path[0] === 'sequence_number' &&
+    values.every((v) => typeof v === 'number' && Number.isSafeInteger(v))
+  ) {
+    return 'sequence_number';
+  }
+  return `chunk_content${path.map((p) => `[${milvusLiteral(p)}]`).join('')}`;
+}
+
+/** Compiles a parsed filter to a Milvus boolean expression (values through {@link milvusLiteral}). */
+export function filterNodeExpr(node: FilterNode): string {
+  switch (node.op) {
+    case 'and':
+    case 'or':
+      return node.children.map((c) => `(${filterNodeExpr(c)})`).join(` ${node.op} `);
+    case 'not':
+      return `not (${filterNodeExpr(node.child)})`;
+    case 'eq':
+      return `${operand(node.path, [node.value])} == ${milvusLiteral(node.value)}`;
+    // `ne` / `nin` as the negation of `==` / `in`, so chunks without the field match (as on pgvector).
+    case 'ne':
+      return `not (${operand(node.path, [node.value])} == ${milvusLiteral(node.value)})`;
+    case 'in':
+      return `${operand(node.path, node.values)} in ${milvusList(node.values)}`;
+    case 'nin':
+      return `not (${operand(node.path, node.values)} in ${milvusList(node.values)})`;
+    case 'startsWith':
+      return `${operand(node.path, [node.value])} like ${milvusLiteral(milvusPrefixPattern(node.value))}`;
+    default: {
+      const sym = { gt: '>', gte: '>=', lt: '<', lte: '<=' }[node.op];
+      return `${operand(node.path, [node.value])} ${sym} ${milvusLiteral(node.value)}`;
+    }
+  }
+}
+
+/**
+ * Builds the Milvus boolean expression of a metadata filter; an empty filter gives `''` (no filter).
+ * @throws {MetadataFilterError} for a malformed filter, or (with `nonEmpty`) an empty one.
+ * @example metadataFilterExpr({ document_id: 'd1', 'user.lang': 'en' })
+ * // '(document_id == "d1") and (chunk_content["user"]["lang"] == "en")'
  */
 export function metadataFilterExpr(
   filter: MetadataFilter | undefined,
   options: { nonEmpty?: boolean } = {},
 ): string {
-  const f = validateMetadataFilter(filter ?? {}, options);
-  return Object.entries(f)
-    .map(([k, v]) => term(k, v))
-    .join(' and ');
+  const node = parseMetadataFilter(filter ?? {}, options);
+  return node === undefined ? '' : filterNodeExpr(node);
 }
 
 /** Joins expressions with `and`, parenthesized, skipping empty ones. */

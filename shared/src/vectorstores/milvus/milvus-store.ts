@@ -48,7 +48,13 @@ import type {
   WriteOutcome,
 } from '../types.js';
 import type { MilvusConfig } from './config.js';
-import { andExpr, metadataFilterExpr, milvusList, milvusLiteral } from './filter-expr.js';
+import {
+  andExpr,
+  filterNodeExpr,
+  metadataFilterExpr,
+  milvusList,
+  milvusLiteral,
+} from './filter-expr.js';
 
 /** Rows per upsert RPC (ai4rag's Milvus batch size). */
 export const MILVUS_UPSERT_BATCH_SIZE = 2048;
@@ -1534,7 +1540,10 @@ export class MilvusVectorStore implements VectorStore {
     if (qvec.length !== this.dimension || !qvec.every(Number.isFinite)) {
       throw new VectorStoreError(`query vector must hold ${this.dimension} finite numbers`);
     }
-    const filter = andExpr(metadataFilterExpr(p.filter), await this.hiddenExpr());
+    const filter = andExpr(
+      p.filter === undefined ? '' : filterNodeExpr(p.filter),
+      await this.hiddenExpr(),
+    );
     const excluded = new Map<string, Set<string>>();
     const score = (s: number | undefined): number | undefined =>
       p.includeScores ? (s ?? 0) : undefined;
@@ -1671,9 +1680,9 @@ export class MilvusVectorStore implements VectorStore {
   }
 
   /**
-   * Deletes the chunks whose metadata matches every key of a non-empty filter (typed equality: 1 ≠ '1').
+   * Deletes the chunks matching a non-empty filter (the language of `filter.ts`; typed: 1 ≠ '1').
    * Document records are left alone.
-   * @throws {VectorStoreConfigError} for an empty filter or a bad key/value.
+   * @throws {MetadataFilterError} for an empty or malformed filter.
    */
   async deleteByFilter(filter: MetadataFilter): Promise<number> {
     const expr = metadataFilterExpr(filter, { nonEmpty: true });

@@ -13,7 +13,7 @@ import {
   VectorStoreError,
   WriteEndedError,
 } from '../errors.js';
-import { validateMetadataFilter } from '../filter.js';
+import { compileFilterSql, type FilterNode, parseMetadataFilter } from '../filter.js';
 import { auxiliaryName, quoteIdent, resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
 import {
@@ -1085,8 +1085,12 @@ export class PgVectorStore implements VectorStore {
   ): Promise<SearchHit[]> {
     this.assertOpen();
     checkNumber('k', options.k, 1, 10_000, true);
-    const filter =
-      options.filter === undefined ? undefined : validateMetadataFilter(options.filter);
+    let filter: FilterNode | undefined;
+    try {
+      filter = parseMetadataFilter(options.filter ?? {});
+    } catch (error: unknown) {
+      throw new VectorStoreError(`invalid filter: ${(error as Error).message}`, { cause: error });
+    }
     const rows = await this.run('keyword search', () => this.bm25Search(query, options.k, filter));
     return rows.map((r) => toHit(r, r.score));
   }
@@ -1095,22 +1099,18 @@ export class PgVectorStore implements VectorStore {
   private async vectorSearch(
     qvec: number[],
     limit: number,
-    filter: MetadataFilter | undefined,
+    filter: FilterNode | undefined,
   ): Promise<ScoredRow[]> {
     await this.refreshAnnIndex();
     const op = OPERATOR[this.distance];
     const params: unknown[] = [vectorLiteral(qvec), limit];
     let where = `WHERE ${this.visible}`;
-    const filtered = filter !== undefined && Object.keys(filter).length > 0;
-    if (filtered) {
-      params.push(JSON.stringify(filter));
-      where += ' AND metadata @> $3::jsonb';
-    }
+    if (filter !== undefined) where += ` AND ${compileFilterSql(filter, params, 'metadata')}`;
     const sql = `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
       FROM ${this.table} ${where} ORDER BY embedding ${op} $1::vector LIMIT $2`;
     // A transaction only when the HNSW settings must be scoped to this query (SET LOCAL); an exact scan needs
     // none, which saves BEGIN/COMMIT round trips on every search.
-    const rows = this.annIndex
+    let rows = this.annIndex
       ? await this.client.transaction(async (tx) => {
           const ef = Math.min(1000, Math.max(40, 2 * limit));
           await tx.query(`SET LOCAL hnsw.ef_search = ${ef}`);
@@ -1121,6 +1121,15 @@ export class PgVectorStore implements VectorStore {
           return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
         })
       : (await this.client.query<ChunkRow & { distance: number }>(sql, params)).rows;
+    // Filtered top-k is complete: an index scan that came back short (a filter too selective for the
+    // iterative scan's hnsw.max_scan_tuples, or an older pgvector without iterative scans) is redone exactly,
+    // with index scans off, so the answer has `limit` rows whenever that many match.
+    if (this.annIndex && filter !== undefined && rows.length < limit) {
+      rows = await this.client.transaction(async (tx) => {
+        await tx.query('SET LOCAL enable_indexscan = off');
+        return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
+      });
+    }
     return rows
       .map((r) => ({
         id: r.id,
@@ -1276,7 +1285,7 @@ export class PgVectorStore implements VectorStore {
   private async bm25Search(
     query: string,
     limit: number,
-    filter: MetadataFilter | undefined,
+    filter: FilterNode | undefined,
   ): Promise<ScoredRow[]> {
     const qtf = termFrequencies(analyze(query));
     if (qtf.size === 0) return [];
@@ -1298,10 +1307,7 @@ export class PgVectorStore implements VectorStore {
     if (weights.size === 0) return [];
     const params: unknown[] = [sparseLiteral(weights), limit];
     let extra = '';
-    if (filter !== undefined && Object.keys(filter).length > 0) {
-      params.push(JSON.stringify(filter));
-      extra = 'AND metadata @> $3::jsonb';
-    }
+    if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
     const res = await this.client.query<ScoredRow>(
       `SELECT id, content, metadata, ((bm25 <#> $1::sparsevec) * -1)::float8 AS score
        FROM ${this.table} WHERE (bm25 <#> $1::sparsevec) < 0 AND ${this.visible} ${extra}
@@ -1535,14 +1541,16 @@ export class PgVectorStore implements VectorStore {
   }
 
   /**
-   * Deletes the chunks whose metadata matches every key of a non-empty filter (typed equality: 1 ≠ '1').
+   * Deletes the chunks matching a non-empty filter (the language of `filter.ts`; typed: 1 ≠ '1').
    * Document records are left alone.
-   * @throws {VectorStoreConfigError} for an empty filter or a bad key/value.
+   * @throws {MetadataFilterError} for an empty or malformed filter.
    */
   async deleteByFilter(filter: MetadataFilter): Promise<number> {
-    const f = validateMetadataFilter(filter, { nonEmpty: true });
+    const f = parseMetadataFilter(filter, { nonEmpty: true }) as FilterNode;
     this.assertOpen();
-    return this.deleteWhere(`metadata @> $1::jsonb AND ${this.visible}`, [JSON.stringify(f)]);
+    const params: unknown[] = [];
+    const where = compileFilterSql(f, params, 'metadata');
+    return this.deleteWhere(`${where} AND ${this.visible}`, params);
   }
 
   /** Creates or replaces a document record. */

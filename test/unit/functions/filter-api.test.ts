@@ -1,0 +1,172 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseServingPattern } from '../../../functions/_shared/env.js';
+import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
+import { retrieverOptionsFor } from '../../../functions/_shared/query.js';
+import {
+  createLocalRuntime,
+  type LocalRuntime,
+  type RuntimeConfig,
+} from '../../../functions/_shared/runtime.js';
+import { S3ObjectStore } from '../../../functions/_shared/s3-object-store.js';
+import { createSearchHandler } from '../../../functions/search/handler.js';
+import { COLLECTION, context, FAQ, getTestEvent, LEAVE_POLICY, s3Body } from './helpers.js';
+
+type Handler = (event: APIGatewayProxyEvent, ctx: Context) => Promise<APIGatewayProxyResult>;
+const LEAVE_KEY = 'guides/leave policy.md';
+
+let rt: LocalRuntime;
+let search: Handler;
+
+beforeAll(async () => {
+  rt = createLocalRuntime({
+    dataDir: mkdtempSync(join(tmpdir(), 'ai4rag-filter-api-')),
+    inMemory: true,
+    env: { AI4RAG_COLLECTION: COLLECTION },
+  });
+  await bindLocalQueues(rt);
+  await rt.documents.put(LEAVE_KEY, LEAVE_POLICY);
+  await rt.documents.put('faq.txt', FAQ);
+  await rt
+    .queue('ingest')
+    .send([
+      s3Notification('ObjectCreated:Put', 'local', LEAVE_KEY),
+      s3Notification('ObjectCreated:Put', 'local', 'faq.txt'),
+    ]);
+  // A sidecar uploaded later: its notification re-ingests faq.txt with the metadata.
+  await rt.documents.put('faq.txt.metadata.json', '{"department": "finance", "year": 2025}');
+  await rt
+    .queue('ingest')
+    .send([s3Notification('ObjectCreated:Put', 'local', 'faq.txt.metadata.json')]);
+  search = createSearchHandler(rt) as unknown as Handler;
+});
+afterAll(async () => {
+  await rt.close();
+});
+
+function post(body: unknown): Promise<APIGatewayProxyResult> {
+  const event = getTestEvent<APIGatewayProxyEvent>('apigw-search');
+  return search(
+    { ...event, body: typeof body === 'string' ? body : JSON.stringify(body) },
+    context,
+  );
+}
+
+describe('POST /search with a metadata filter', () => {
+  it('returns only chunks whose user metadata matches', async () => {
+    // Act
+    const all = await post({ query: 'expenses approval leave', k: 10 });
+    const finance = await post({
+      query: 'expenses approval leave',
+      k: 10,
+      filter: { 'user.department': 'finance', 'user.year': { gte: 2025 } },
+    });
+    const notFinance = await post({
+      query: 'expenses approval leave',
+      k: 10,
+      filter: { not: { 'user.department': { in: ['finance'] } } },
+    });
+    // Assess
+    const keys = (r: APIGatewayProxyResult) =>
+      [
+        ...new Set(
+          (JSON.parse(r.body).results as { document_key: string }[]).map((h) => h.document_key),
+        ),
+      ].sort();
+    expect(finance.statusCode).toBe(200);
+    expect(keys(all)).toEqual(['faq.txt', LEAVE_KEY]);
+    expect(keys(finance)).toEqual(['faq.txt']);
+    expect(keys(notFinance)).toEqual([LEAVE_KEY]);
+    const hit = JSON.parse(finance.body).results[0];
+    expect(hit.metadata.user).toEqual({ department: 'finance', year: 2025 });
+  });
+
+  it.each([
+    [
+      '__proto__',
+      '{"query": "leave", "filter": {"__proto__": {"document_id": "faq.txt"}}}',
+      /key "__proto__" is refused/,
+    ],
+    [
+      'an unknown field',
+      { query: 'leave', filter: { department: 'hr' } },
+      /unknown field "department"/,
+    ],
+    [
+      'an unknown operator',
+      { query: 'leave', filter: { 'user.year': { like: 'x' } } },
+      /unknown operator "like"/,
+    ],
+    [
+      'a wrong operand type',
+      { query: 'leave', filter: { 'user.year': { in: 2020 } } },
+      /filter\.user\.year\.in: expected an array/,
+    ],
+    ['a non-object', { query: 'leave', filter: ['x'] }, /expected an object/],
+  ])('answers 400 for %s, naming it', async (_name, body, message) => {
+    // Act
+    const out = await post(body);
+    // Assess
+    expect(out.statusCode).toBe(400);
+    const error = JSON.parse(out.body).error as { code: string; message: string };
+    expect(error.code).toBe('validation_error');
+    expect(error.message).toMatch(message);
+  });
+});
+
+describe('S3 object metadata', () => {
+  it('reads x-amz-meta-* with the body in one GetObject', async () => {
+    // Prepare
+    const s3 = mockClient(S3Client);
+    s3.on(GetObjectCommand, { Key: 'a.txt' }).resolves({
+      Body: s3Body('alpha'),
+      Metadata: { department: 'ops', 'review-year': '2024' },
+    });
+    const store = new S3ObjectStore(new S3Client({}), 'bucket');
+    // Act
+    const got = await store.getWithMetadata('a.txt');
+    // Assess
+    expect(new TextDecoder().decode(got.body)).toBe('alpha');
+    expect(got.metadata).toEqual({ department: 'ops', 'review-year': '2024' });
+    expect(s3.commandCalls(GetObjectCommand)).toHaveLength(1);
+    s3.restore();
+  });
+});
+
+describe('the serving pattern filter', () => {
+  const pattern = (filter: unknown) =>
+    JSON.stringify({
+      retrieval: { method: 'simple', number_of_chunks: 3, search_mode: 'vector', filter },
+    });
+
+  it('scopes every search, and a request filter narrows it', () => {
+    // Prepare
+    const config: RuntimeConfig = {
+      collection: 'ai4rag_x',
+      store: 'pglite',
+      embeddingModel: 'local/feature-hash-v1-384',
+      chunking: { method: 'recursive', chunkSize: 512, chunkOverlap: 64 },
+      servingPattern: parseServingPattern(pattern({ 'user.tenant': 't1' })),
+    };
+    // Act
+    const alone = retrieverOptionsFor(config, {});
+    const narrowed = retrieverOptionsFor(config, { filter: { 'user.year': { gte: 2024 } } });
+    // Assess
+    expect(alone.filter).toEqual({ 'user.tenant': 't1' });
+    expect(narrowed.filter).toEqual({
+      and: [{ 'user.tenant': 't1' }, { 'user.year': { gte: 2024 } }],
+    });
+  });
+
+  it('refuses a bad pattern filter at cold start, naming it', () => {
+    // Act / Assess
+    expect(() => parseServingPattern(pattern({ 'user.tenant': { regex: '.*' } }))).toThrow(
+      /retrieval\.filter.*unknown operator "regex"/,
+    );
+  });
+});

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod';
 import { parseWith } from '../../shared/src/api/schemas.js';
+import { isMetadataSidecar } from '../../shared/src/documents/user-metadata.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import {
   ingestObject,
@@ -59,7 +60,10 @@ export function createIngestHandler(deps?: Partial<Runtime>) {
         const event =
           r.s3.object.sequencer === undefined ? {} : { sequencer: r.s3.object.sequencer };
         if (r.eventName.startsWith('ObjectCreated:')) await ingestObject(rt, key, event);
-        else if (r.eventName.startsWith('ObjectRemoved:')) await removeDocument(rt, key, event);
+        // A removed sidecar is not a document: its object is re-read without that metadata.
+        else if (r.eventName.startsWith('ObjectRemoved:') && isMetadataSidecar(key)) {
+          await ingestObject(rt, key);
+        } else if (r.eventName.startsWith('ObjectRemoved:')) await removeDocument(rt, key, event);
       }
     }),
   );

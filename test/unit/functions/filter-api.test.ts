@@ -1,8 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServingPattern } from '../../../functions/_shared/env.js';
@@ -14,8 +15,21 @@ import {
   type RuntimeConfig,
 } from '../../../functions/_shared/runtime.js';
 import { S3ObjectStore } from '../../../functions/_shared/s3-object-store.js';
+import { createChunkHandler } from '../../../functions/chunk/handler.js';
+import { createEmbedBatchHandler } from '../../../functions/embed-batch/handler.js';
+import { createIngestHandler } from '../../../functions/ingest/handler.js';
 import { createSearchHandler } from '../../../functions/search/handler.js';
-import { COLLECTION, context, FAQ, getTestEvent, LEAVE_POLICY, s3Body } from './helpers.js';
+import {
+  COLLECTION,
+  context,
+  createTestRuntime,
+  FAQ,
+  getTestEvent,
+  LEAVE_POLICY,
+  s3Body,
+  sentBodies,
+  sqsEvent,
+} from './helpers.js';
 
 type Handler = (event: APIGatewayProxyEvent, ctx: Context) => Promise<APIGatewayProxyResult>;
 const LEAVE_KEY = 'guides/leave policy.md';
@@ -119,6 +133,34 @@ describe('POST /search with a metadata filter', () => {
   });
 });
 
+describe('sidecar objects in the Lambda flow', () => {
+  it('re-ingests the object without the metadata when its sidecar is removed, then with it again', async () => {
+    // Prepare
+    const query = { query: 'expenses approval', k: 10, filter: { 'user.department': 'finance' } };
+    // Act
+    await rt.documents.delete('faq.txt.metadata.json');
+    await rt
+      .queue('ingest')
+      .send([s3Notification('ObjectRemoved:Delete', 'local', 'faq.txt.metadata.json')]);
+    const without = await post(query);
+    const unfiltered = await post({ query: 'expenses approval', k: 10 });
+    await rt.documents.put('faq.txt.metadata.json', '{"department": "finance", "year": 2025}');
+    await rt
+      .queue('ingest')
+      .send([s3Notification('ObjectCreated:Put', 'local', 'faq.txt.metadata.json')]);
+    const again = await post(query);
+    // Assess
+    expect(JSON.parse(without.body).results).toEqual([]);
+    const faqHit = (
+      JSON.parse(unfiltered.body).results as { document_key: string; metadata: object }[]
+    ).find((h) => h.document_key === 'faq.txt');
+    expect(faqHit?.metadata).not.toHaveProperty('user');
+    expect(JSON.parse(again.body).results.length).toBeGreaterThan(0);
+    const docs = await rt.documents.list('');
+    expect(docs).toContain('faq.txt');
+  });
+});
+
 describe('S3 object metadata', () => {
   it('reads x-amz-meta-* with the body in one GetObject', async () => {
     // Prepare
@@ -168,5 +210,52 @@ describe('the serving pattern filter', () => {
     expect(() => parseServingPattern(pattern({ 'user.tenant': { regex: '.*' } }))).toThrow(
       /retrieval\.filter.*unknown operator "regex"/,
     );
+  });
+});
+
+describe('S3 user metadata in the Lambda flow', () => {
+  it('stores x-amz-meta-* with every chunk (dashes read as _), filterable as user.<key>', async () => {
+    // Prepare
+    const s3 = mockClient(S3Client);
+    const sqs = mockClient(SQSClient);
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    s3.on(GetObjectCommand).rejects(
+      new NoSuchKey({ message: 'no such key', $metadata: { httpStatusCode: 404 } }),
+    );
+    s3.on(GetObjectCommand, { Key: 'tagged.txt' }).resolves({
+      Body: s3Body('The ferry Aurora carries 140 passengers.'),
+      Metadata: { department: 'ops', 'review-year': '2024' },
+    });
+    const trt = createTestRuntime();
+    const created = getTestEvent<SQSEvent>('sqs-s3-object-created');
+    const record = created.Records[0] as SQSEvent['Records'][number];
+    const body = JSON.parse(record.body);
+    body.Records[0].s3.object.key = 'tagged.txt';
+    try {
+      // Act
+      await createIngestHandler(trt)(sqsEvent([JSON.stringify(body)]), context);
+      const requests = sentBodies(sqs, 'chunk');
+      sqs.resetHistory();
+      await createChunkHandler(trt)(sqsEvent(requests), context);
+      const batches = sentBodies(sqs, 'embed');
+      await createEmbedBatchHandler(trt)(sqsEvent(batches), context);
+      const store = await trt.openStore(COLLECTION, await trt.embedder());
+      const hits = await store.search('ferry passengers', {
+        k: 3,
+        filter: { 'user.review_year': '2024', 'user.department': { startsWith: 'op' } },
+      });
+      const none = await store.search('ferry passengers', {
+        k: 3,
+        filter: { 'user.review_year': 2024 },
+      });
+      // Assess
+      expect(hits.map((h) => h.metadata.document_id)).toEqual(['tagged.txt']);
+      expect(hits[0]?.metadata.user).toEqual({ department: 'ops', review_year: '2024' });
+      expect(none).toEqual([]);
+    } finally {
+      await trt.close();
+      s3.restore();
+      sqs.restore();
+    }
   });
 });

@@ -6,7 +6,7 @@ import type { StreamDoneEvent } from '../../shared/src/api/schemas.js';
 import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
 import type { RagStreamEvent } from '../../shared/src/generation/rag-template.js';
 import type { PriceTable } from '../../shared/src/pricing.js';
-import { toReference, toTiming, usageFields } from './query.js';
+import { citationFields, toReference, toTiming, usageFields } from './query.js';
 
 /** One SSE frame: `event: <name>` and the JSON data on one `data:` line. */
 export function formatSseEvent(event: string, data: unknown): string {
@@ -15,7 +15,8 @@ export function formatSseEvent(event: string, data: unknown): string {
 
 /**
  * Writes a RAG stream as SSE frames `sources` (with `warnings` when reranking degraded), `token`*, `done` (timing,
- * `model`, and `usage` / `cost_usd` as /generate when the model reported its tokens); a failure mid-stream becomes
+ * `model`, `usage` / `cost_usd` as /generate when the model reported its tokens, and `citations` when asked); a
+ * failure mid-stream becomes
  * an `error` frame (the status line is already sent), without internals unless it is a client error.
  * @example await writeSse(rag.generateStream(q), (chunk) => res.write(chunk), { model, prices });
  */
@@ -40,6 +41,7 @@ export async function writeSse(
           timing: toTiming(e.timing),
           ...(extra.model !== undefined && { model: extra.model }),
           ...usageFields(e.usage, extra.model, extra.prices),
+          ...citationFields(e),
         };
         await write(formatSseEvent('done', done));
       }

@@ -50,10 +50,14 @@ export function createGenerateHandler(
     // time); the model call is aborted at the deadline and a clear 504 answered before the gateway cuts.
     const budget = requestBudgetMs(event, context, options.budget);
     if (route === '/chat' || event.path?.endsWith('/chat')) {
-      const { messages, ...retrieval } = parseWith(ChatRequest, event.body, 'request body');
+      const { messages, citations, ...retrieval } = parseWith(
+        ChatRequest,
+        event.body,
+        'request body',
+      );
       return withDeadline(budget, 'chat', async (signal) => {
         const { rag, modelId } = await ragFor(runtime(), retrieval);
-        const answer = await rag.chat(messages, { signal });
+        const answer = await rag.chat(messages, { signal, ...(citations && { citations }) });
         const body: ChatResponse = {
           ...toGenerateResponse(answer, modelId, prices()),
           conversation: answer.conversation,
@@ -62,10 +66,14 @@ export function createGenerateHandler(
       });
     }
     if (route === '/generate' || event.path?.endsWith('/generate')) {
-      const { question, ...retrieval } = parseWith(GenerateRequest, event.body, 'request body');
+      const { question, citations, ...retrieval } = parseWith(
+        GenerateRequest,
+        event.body,
+        'request body',
+      );
       return withDeadline(budget, 'generate', async (signal) => {
         const { rag, modelId } = await ragFor(runtime(), retrieval);
-        const answer = await rag.generate(question, { signal });
+        const answer = await rag.generate(question, { signal, ...(citations && { citations }) });
         return jsonResponse(200, toGenerateResponse(answer, modelId, prices()));
       });
     }
@@ -108,11 +116,12 @@ export async function streamAnswer(
       body: event.body ?? null,
       isBase64Encoded: event.isBase64Encoded,
     });
-    const { question, ...retrieval } = parseWith(GenerateRequest, raw, 'request body');
+    const { question, citations, ...retrieval } = parseWith(GenerateRequest, raw, 'request body');
     const { rag, modelId } = await ragFor(rt, retrieval);
     out = onStatus(200, 'text/event-stream');
     const prices = lazyPrices(options.prices)();
-    await writeSse(rag.generateStream(question), (chunk) => void out.write(chunk), {
+    const events = rag.generateStream(question, citations ? { citations } : {});
+    await writeSse(events, (chunk) => void out.write(chunk), {
       model: modelId,
       ...(prices && { prices }),
     });

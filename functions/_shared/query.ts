@@ -31,10 +31,10 @@ import {
   fenceContextAsData,
   type PromptTemplates,
 } from '../../shared/src/generation/templates.js';
-import type { TermStats } from '../../shared/src/generation/term-stats.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import { costOf, type PriceTable, type TokenUsage } from '../../shared/src/pricing.js';
 import {
+  cachedTermStats,
   QUERY_TRANSFORMS,
   type QueryTransformKind,
   type QueryTransformOptions,
@@ -463,20 +463,6 @@ export async function ragFor(
       }),
   });
   return { rag, modelId: model.modelId };
-}
-
-/** How long a container reuses a collection's term statistics before reading them again. */
-const TERM_STATS_TTL_MS = 60_000;
-const termStatsCache = new WeakMap<VectorStore, { at: number; stats: Promise<TermStats> }>();
-
-function cachedTermStats(store: VectorStore): Promise<TermStats | undefined> {
-  if (store.termStats === undefined) return Promise.resolve(undefined);
-  const hit = termStatsCache.get(store);
-  if (hit && Date.now() - hit.at < TERM_STATS_TTL_MS) return hit.stats;
-  const stats = store.termStats();
-  termStatsCache.set(store, { at: Date.now(), stats });
-  stats.catch(() => termStatsCache.delete(store));
-  return stats;
 }
 
 /** A source as the API returns it. */

@@ -169,12 +169,15 @@ export function keywordOnlySearch(
   });
 }
 
-/** How long the term statistics of a store are reused by RM3's document-frequency filter. */
+/**
+ * How long a store's term statistics are reused (RM3's document-frequency filter, the local model's term rarity):
+ * a whole-vocabulary read, so a container reads them at most once a minute per store.
+ */
 const TERM_STATS_TTL_MS = 60_000;
 const termStatsCache = new WeakMap<VectorStore, { at: number; stats: Promise<TermStats> }>();
 
 /** The store's term statistics (a whole-vocabulary read), reused for {@link TERM_STATS_TTL_MS}. */
-function cachedTermStats(store: VectorStore): Promise<TermStats | undefined> {
+export function cachedTermStats(store: VectorStore): Promise<TermStats | undefined> {
   if (store.termStats === undefined) return Promise.resolve(undefined);
   const hit = termStatsCache.get(store);
   if (hit && Date.now() - hit.at < TERM_STATS_TTL_MS) return hit.stats;

@@ -12,7 +12,6 @@ import {
   requestBudgetMs,
   withDeadline,
 } from '../../../functions/_shared/http.js';
-import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
 import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
 import { createDocumentsHandler } from '../../../functions/documents/handler.js';
 import { createGenerateHandler, streamAnswer } from '../../../functions/generate/handler.js';
@@ -20,11 +19,10 @@ import { createSearchHandler } from '../../../functions/search/handler.js';
 import { createEmbedder } from '../../../shared/src/embeddings/factory.js';
 import { OpenAIFoundationModel } from '../../../shared/src/generation/openai-model.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../support/fake-openai-server.js';
-import { COLLECTION, context, FAQ, getTestEvent, LEAVE_POLICY } from './helpers.js';
+import { COLLECTION, context, getTestEvent, startIndexedRuntime } from './helpers.js';
 
 type Handler = (event: APIGatewayProxyEvent, ctx: Context) => Promise<APIGatewayProxyResult>;
 type ErrorBody = { error: { code: string; message: string } };
-const LEAVE_KEY = 'guides/leave policy.md';
 
 function parse<T = Record<string, unknown>>(result: APIGatewayProxyResult): T {
   return JSON.parse(result.body) as T;
@@ -44,20 +42,7 @@ let search: Handler;
 let documents: Handler;
 
 beforeAll(async () => {
-  rt = createLocalRuntime({
-    dataDir: mkdtempSync(join(tmpdir(), 'ai4rag-behaviour-')),
-    inMemory: true,
-    env: { AI4RAG_COLLECTION: COLLECTION },
-  });
-  await bindLocalQueues(rt);
-  await rt.documents.put(LEAVE_KEY, LEAVE_POLICY);
-  await rt.documents.put('faq.txt', FAQ);
-  await rt
-    .queue('ingest')
-    .send([
-      s3Notification('ObjectCreated:Put', 'local', LEAVE_KEY),
-      s3Notification('ObjectCreated:Put', 'local', 'faq.txt'),
-    ]);
+  rt = await startIndexedRuntime('ai4rag-behaviour-');
   search = createSearchHandler(rt) as unknown as Handler;
   documents = createDocumentsHandler(rt) as unknown as Handler;
 });

@@ -1,16 +1,11 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
-import { createLocalRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
+import type { LocalRuntime } from '../../../functions/_shared/runtime.js';
 import { createGenerateHandler, streamAnswer } from '../../../functions/generate/handler.js';
 import { GenerateResponse } from '../../../shared/src/api/schemas.js';
-import { COLLECTION, context, FAQ, getTestEvent, LEAVE_POLICY } from './helpers.js';
+import { context, getTestEvent, LEAVE_KEY, startIndexedRuntime } from './helpers.js';
 
 type Handler = (event: APIGatewayProxyEvent, ctx: typeof context) => Promise<APIGatewayProxyResult>;
-const LEAVE_KEY = 'guides/leave policy.md';
 const QUESTION = 'How many days of annual leave do employees get?';
 const SENTENCE = 'Employees get 25 days of annual leave per calendar year.';
 
@@ -25,20 +20,7 @@ describe('citations on the query API (local model)', () => {
   let generate: Handler;
 
   beforeAll(async () => {
-    rt = createLocalRuntime({
-      dataDir: mkdtempSync(join(tmpdir(), 'ai4rag-cite-')),
-      inMemory: true,
-      env: { AI4RAG_COLLECTION: COLLECTION },
-    });
-    await bindLocalQueues(rt);
-    await rt.documents.put(LEAVE_KEY, LEAVE_POLICY);
-    await rt.documents.put('faq.txt', FAQ);
-    await rt
-      .queue('ingest')
-      .send([
-        s3Notification('ObjectCreated:Put', 'local', LEAVE_KEY),
-        s3Notification('ObjectCreated:Put', 'local', 'faq.txt'),
-      ]);
+    rt = await startIndexedRuntime('ai4rag-cite-');
     generate = createGenerateHandler(rt) as unknown as Handler;
   });
   afterAll(async () => {

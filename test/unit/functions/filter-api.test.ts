@@ -1,19 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServingPattern } from '../../../functions/_shared/env.js';
-import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
+import { s3Notification } from '../../../functions/_shared/local.js';
 import { retrieverOptionsFor } from '../../../functions/_shared/query.js';
-import {
-  createLocalRuntime,
-  type LocalRuntime,
-  type RuntimeConfig,
-} from '../../../functions/_shared/runtime.js';
+import type { LocalRuntime, RuntimeConfig } from '../../../functions/_shared/runtime.js';
 import { S3ObjectStore } from '../../../functions/_shared/s3-object-store.js';
 import { createChunkHandler } from '../../../functions/chunk/handler.js';
 import { createEmbedBatchHandler } from '../../../functions/embed-batch/handler.js';
@@ -23,35 +16,21 @@ import {
   COLLECTION,
   context,
   createTestRuntime,
-  FAQ,
   getTestEvent,
-  LEAVE_POLICY,
+  LEAVE_KEY,
   s3Body,
   sentBodies,
   sqsEvent,
+  startIndexedRuntime,
 } from './helpers.js';
 
 type Handler = (event: APIGatewayProxyEvent, ctx: Context) => Promise<APIGatewayProxyResult>;
-const LEAVE_KEY = 'guides/leave policy.md';
 
 let rt: LocalRuntime;
 let search: Handler;
 
 beforeAll(async () => {
-  rt = createLocalRuntime({
-    dataDir: mkdtempSync(join(tmpdir(), 'ai4rag-filter-api-')),
-    inMemory: true,
-    env: { AI4RAG_COLLECTION: COLLECTION },
-  });
-  await bindLocalQueues(rt);
-  await rt.documents.put(LEAVE_KEY, LEAVE_POLICY);
-  await rt.documents.put('faq.txt', FAQ);
-  await rt
-    .queue('ingest')
-    .send([
-      s3Notification('ObjectCreated:Put', 'local', LEAVE_KEY),
-      s3Notification('ObjectCreated:Put', 'local', 'faq.txt'),
-    ]);
+  rt = await startIndexedRuntime('ai4rag-filter-api-');
   // A sidecar uploaded later: its notification re-ingests faq.txt with the metadata.
   await rt.documents.put('faq.txt.metadata.json', '{"department": "finance", "year": 2025}');
   await rt

@@ -6,6 +6,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import type { AwsClientStub } from 'aws-sdk-client-mock';
+import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
 import { SqsWorkQueue } from '../../../functions/_shared/queue.js';
 import {
   createLocalRuntime,
@@ -130,3 +131,28 @@ export const FAQ = `Expenses FAQ
 
 The approval limit for expenses is 500 euros per claim. Claims above the limit need the approval of a director.
 `;
+
+/** Key of {@link LEAVE_POLICY} in {@link startIndexedRuntime}'s knowledge base (with a space, as users name files). */
+export const LEAVE_KEY = 'guides/leave policy.md';
+
+/**
+ * A local runtime (PGlite in memory, queues bound to the handlers) whose collection {@link COLLECTION} holds
+ * {@link LEAVE_POLICY} at {@link LEAVE_KEY} and {@link FAQ} at `faq.txt`, indexed through the ingest flow.
+ */
+export async function startIndexedRuntime(prefix: string): Promise<LocalRuntime> {
+  const rt = createLocalRuntime({
+    dataDir: mkdtempSync(join(tmpdir(), prefix)),
+    inMemory: true,
+    env: { AI4RAG_COLLECTION: COLLECTION },
+  });
+  await bindLocalQueues(rt);
+  await rt.documents.put(LEAVE_KEY, LEAVE_POLICY);
+  await rt.documents.put('faq.txt', FAQ);
+  await rt
+    .queue('ingest')
+    .send([
+      s3Notification('ObjectCreated:Put', 'local', LEAVE_KEY),
+      s3Notification('ObjectCreated:Put', 'local', 'faq.txt'),
+    ]);
+  return rt;
+}

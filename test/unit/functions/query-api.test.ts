@@ -1,22 +1,13 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindLocalQueues, s3Notification } from '../../../functions/_shared/local.js';
-import {
-  createAwsRuntime,
-  createLocalRuntime,
-  type LocalRuntime,
-} from '../../../functions/_shared/runtime.js';
+import { createAwsRuntime, type LocalRuntime } from '../../../functions/_shared/runtime.js';
 import { createDocumentsHandler } from '../../../functions/documents/handler.js';
 import { createGenerateHandler } from '../../../functions/generate/handler.js';
 import { createSearchHandler } from '../../../functions/search/handler.js';
-import { COLLECTION, context, FAQ, getTestEvent, LEAVE_POLICY } from './helpers.js';
+import { COLLECTION, context, getTestEvent, LEAVE_KEY, startIndexedRuntime } from './helpers.js';
 
 type Handler = (event: APIGatewayProxyEvent, ctx: typeof context) => Promise<APIGatewayProxyResult>;
-const LEAVE_KEY = 'guides/leave policy.md';
 
 function parse(result: APIGatewayProxyResult): Record<string, unknown> {
   return JSON.parse(result.body) as Record<string, unknown>;
@@ -35,20 +26,7 @@ describe('query API handlers', () => {
   let documents: Handler;
 
   beforeAll(async () => {
-    rt = createLocalRuntime({
-      dataDir: mkdtempSync(join(tmpdir(), 'ai4rag-api-')),
-      inMemory: true,
-      env: { AI4RAG_COLLECTION: COLLECTION },
-    });
-    await bindLocalQueues(rt);
-    await rt.documents.put(LEAVE_KEY, LEAVE_POLICY);
-    await rt.documents.put('faq.txt', FAQ);
-    await rt
-      .queue('ingest')
-      .send([
-        s3Notification('ObjectCreated:Put', 'local', LEAVE_KEY),
-        s3Notification('ObjectCreated:Put', 'local', 'faq.txt'),
-      ]);
+    rt = await startIndexedRuntime('ai4rag-api-');
     search = createSearchHandler(rt) as unknown as Handler;
     generate = createGenerateHandler(rt) as unknown as Handler;
     documents = createDocumentsHandler(rt) as unknown as Handler;

@@ -47,6 +47,7 @@ import { Ajv } from 'ajv';
 import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { vi } from 'vitest';
+import { ENTRY_METADATA_KEY, REPO_ROOT } from '../../lib/constructs/node-function.js';
 import { AccessDeniedError, RolePolicies } from './iam.js';
 import {
   ACCOUNT,
@@ -60,9 +61,6 @@ import {
   secretArn,
   type TemplateJson,
 } from './intrinsics.js';
-
-export const ENTRY_METADATA_KEY = 'ai4rag:entry';
-const REPO_ROOT = resolvePath(import.meta.dirname, '..', '..');
 
 /** Variables of the test process a function must not inherit: only the template's reach it. */
 const SCRUBBED = /^(AI4RAG_|PGVECTOR_|PG[A-Z]+$|MILVUS_|OPENAI_|AWS_|POWERTOOLS_|NODE_OPTIONS$)/;

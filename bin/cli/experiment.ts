@@ -2,15 +2,25 @@
  * `ai4rag experiment` (a RAG-optimization experiment through the synthesized state machine, locally) and
  * `ai4rag optimizer-sim` (replays optimizers over a recorded score table).
  */
-import { copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createLocalRuntime } from '../../functions/_shared/runtime.js';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
-import { EXPERIMENT_ID } from '../../shared/src/experiment/input.js';
+import { parseBenchmark } from '../../shared/src/evaluation/benchmark.js';
+import {
+  EXPERIMENT_ID,
+  type ExperimentInput,
+  ExperimentInputSchema,
+} from '../../shared/src/experiment/input.js';
 import { experimentPrefix, ledgerKeys, readState } from '../../shared/src/experiment/ledger.js';
-import type { ExperimentArtefacts } from '../../shared/src/experiment/steps.js';
+import {
+  DEFAULT_EXPERIMENT_EMBEDDING_MODELS,
+  DEFAULT_EXPERIMENT_FOUNDATION_MODELS,
+  type ExperimentArtefacts,
+  experimentCandidates,
+} from '../../shared/src/experiment/steps.js';
 import type {
   ExperimentUsage,
   LeaderboardEntry,
@@ -22,9 +32,10 @@ import type {
 import { OPTIMIZER_NAMES, type OptimizerName } from '../../shared/src/optimizer/optimizers.js';
 import { parseScoreTable, simulateOptimizer } from '../../shared/src/optimizer/simulate.js';
 import { getJson, putJson } from '../../shared/src/ports/object-store.js';
-import { type OptionSpec, optInt, type Parsed, str } from './args.js';
+import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
+import { type OptionSpec, oneOf, optInt, type Parsed, str } from './args.js';
 import { dryRunExperiment } from './dry-run.js';
-import { runLocalExperiment } from './local-state-machine.js';
+import { LocalExecutionError, runLocalExperiment } from './local-state-machine.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { experimentRerank, RERANK_OPTIONS } from './rerank.js';
 
@@ -126,6 +137,131 @@ export function usageLines(usage: ExperimentUsage): string[] {
   return lines;
 }
 
+/** The flag that sets each field of the experiment input, so an invalid value is reported as the user typed it. */
+const INPUT_FLAGS: Record<string, string> = {
+  experimentId: '--experiment-id',
+  maxEvals: '--max-evals',
+  optimizer: '--optimizer',
+  seed: '--seed',
+  trialConcurrency: '--trial-concurrency',
+  benchmarkSampleSize: '--sample-questions',
+  foundationModels: '--foundation-models',
+  embeddingModels: '--embedding-models',
+  optimizationMetric: '--metric',
+  judgeModel: '--judge-model',
+  prices: '--prices',
+  searchSpace: '--search-space',
+};
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v = root;
+  for (const k of path) v = (v as Record<PropertyKey, unknown> | undefined)?.[k];
+  return v;
+}
+
+/** What the flags name, for the messages: the file behind --search-space / --prices, the benchmark files. */
+interface FlagFiles {
+  searchSpace?: string;
+  prices?: string;
+  benchmarks: readonly string[];
+}
+
+function flagLabel(flag: string, files: FlagFiles): string {
+  if (flag === '--search-space' && files.searchSpace !== undefined)
+    return `--search-space ${files.searchSpace}`;
+  if (flag === '--prices' && files.prices !== undefined) return `--prices ${files.prices}`;
+  return flag;
+}
+
+/**
+ * Checks everything the flags and files decide before the state machine starts (exit 2 on a problem), with the
+ * messages naming the flag, and the search-space key as written in the file: the input's fields and ranges, the
+ * metric's judge, the search-space overrides and that they leave a valid combination, each benchmark file, and
+ * that the documents path holds a file. What only the documents' contents decide (their keys against the
+ * benchmark's gold keys) is checked by the prepare step, also a validation error.
+ * @throws {ValidationError} naming the flag and, for files, the field.
+ */
+export async function preflightExperiment(
+  input: Record<string, unknown>,
+  files: FlagFiles,
+  docsPath: string,
+  storeKind: StoreKind,
+  defaultModels?: { foundationModels?: readonly string[]; embeddingModels?: readonly string[] },
+): Promise<ExperimentInput> {
+  const parsed = ExperimentInputSchema.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => {
+      const [field, ...rest] = i.path;
+      const flag = INPUT_FLAGS[String(field)] ?? String(field);
+      if (field === 'searchSpace' && rest.length === 0 && /models/.test(i.message)) {
+        return `${flagLabel(flag, files)}: "foundation_model" and "embedding_model" are not search-space keys; give the models with --foundation-models / --embedding-models`;
+      }
+      const where = rest.length > 0 ? ` ${rest.map(String).join('.')}` : '';
+      const got = rest.length === 0 || field === 'searchSpace' ? valueAt(input, i.path) : undefined;
+      return `${flagLabel(flag, files)}${where}: ${i.message.replace(/^Invalid input: /, '')}${got !== undefined ? ` (got ${JSON.stringify(got)})` : ''}`;
+    });
+    throw new ValidationError(problems.join('; '));
+  }
+  const valid = parsed.data;
+  if (valid.optimizationMetric === 'answer_relevance' && valid.judgeModel === undefined) {
+    throw new ValidationError(
+      '--metric answer_relevance needs --judge-model ID (the chat model that judges the answers)',
+    );
+  }
+  try {
+    experimentCandidates(
+      valid,
+      valid.foundationModels ??
+        defaultModels?.foundationModels ?? [...DEFAULT_EXPERIMENT_FOUNDATION_MODELS],
+      (
+        valid.embeddingModels ??
+        defaultModels?.embeddingModels ?? [...DEFAULT_EXPERIMENT_EMBEDDING_MODELS]
+      ).map((modelId) => ({ modelId })),
+      storeKind,
+    );
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const message = error.message.replace(/^Invalid search space overrides: /, '');
+    const label =
+      files.searchSpace !== undefined ? `--search-space ${files.searchSpace}` : 'search space';
+    throw new ValidationError(
+      /no valid combination/.test(message)
+        ? `${label}: no configuration satisfies the search-space rules (e.g. window_size 0 needs retrieval_method simple, window_size ≥ 1 needs window; ranker_k applies to rrf, ranker_alpha to weighted)`
+        : `${label}: ${message}`,
+      { cause: error },
+    );
+  }
+  if (!(await hasFile(docsPath))) throw new ValidationError(`--docs "${docsPath}" holds no files`);
+  return valid;
+}
+
+async function hasFile(path: string): Promise<boolean> {
+  const info = await stat(path);
+  if (!info.isDirectory()) return true;
+  const entries = await readdir(path, { recursive: true, withFileTypes: true });
+  return entries.some((e) => e.isFile());
+}
+
+/**
+ * The exit-2 form of a state machine that failed on its input in the prepare step (a gold key matching no
+ * document, a search space the embedding model's context rules out): the prepare step's message, the internal
+ * benchmark key replaced by the files given.
+ */
+function prepareValidationError(
+  error: unknown,
+  benchmarkKey: string,
+  files: FlagFiles,
+): ValidationError | undefined {
+  if (!(error instanceof LocalExecutionError) || error.failure?.state !== 'Prepare')
+    return undefined;
+  if (!['ValidationError', 'SearchSpaceError', 'BenchmarkError'].includes(error.failure.error))
+    return undefined;
+  const text = error.failure.cause
+    .replace(/^Prepare failed: /, '')
+    .replaceAll(benchmarkKey, `--benchmark ${files.benchmarks.join(',')}`);
+  return new ValidationError(text, { cause: error });
+}
+
 function timestamp(): string {
   return new Date()
     .toISOString()
@@ -156,13 +292,17 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
   const questions: unknown[] = [];
   for (const file of benchmarks) {
     const data = await readJsonFile(file, 'benchmark');
-    if (!Array.isArray(data)) throw new ValidationError(`benchmark "${file}" must be a JSON array`);
+    if (!Array.isArray(data)) throw new ValidationError(`--benchmark ${file} must be a JSON array`);
+    // Each file on its own, so a problem is reported in the file (and item) the user wrote.
+    parseBenchmark(data, `--benchmark ${file}`);
     questions.push(...data);
   }
   const recordTable = str(p, 'record-table');
   const experimentId = str(p, 'experiment-id') ?? `exp-${timestamp()}`;
   if (!EXPERIMENT_ID.test(experimentId)) {
-    throw new ValidationError('--experiment-id: letters, digits, - and _ only (at most 63)');
+    throw new ValidationError(
+      `--experiment-id "${experimentId}": letters, digits, - and _ only, at most 63, starting with a letter or digit`,
+    );
   }
   const dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
   const optimizer = recordTable !== undefined ? 'random' : str(p, 'optimizer');
@@ -201,13 +341,35 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
       ? { searchSpace: { ...(searchSpace as object | undefined), ...rerank.overrides } }
       : searchSpace !== undefined && { searchSpace }),
   };
+  const storeKind = oneOf<StoreKind>(p, 'store', STORE_KINDS, 'pglite');
+  const files: FlagFiles = {
+    benchmarks,
+    ...(searchSpaceFile !== undefined && { searchSpace: searchSpaceFile }),
+    ...(str(p, 'prices') !== undefined && { prices: str(p, 'prices') }),
+  };
   if (p.values['dry-run'] === true) {
+    await preflightExperiment(input, files, docsPath, storeKind);
     // Before any store, runtime or model exists: the estimate calls nothing.
     return dryRunExperiment({ input, docsPath, questions }, p.values.json === true, io);
   }
   const trialConcurrency = (input.trialConcurrency as number | undefined) ?? 2;
   const quiet = p.values.quiet === true || p.values.json === true;
-  const runtime = createLocalRuntime({ dataDir, documentsDir, env: { ...ENV, ...rerank.env } });
+  const runtime = createLocalRuntime({
+    dataDir,
+    documentsDir,
+    env: { ...ENV, ...rerank.env },
+    store: storeKind,
+  });
+  const deployed = runtime.config.deployedModels;
+  try {
+    await preflightExperiment(input, files, docsPath, storeKind, {
+      ...(deployed?.foundation !== undefined && { foundationModels: [deployed.foundation] }),
+      ...(deployed?.embedding !== undefined && { embeddingModels: [deployed.embedding] }),
+    });
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s`;
   const log = (line: string) => {
@@ -236,6 +398,8 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
         if (type !== 'Task' || name === 'Prepare' || name === 'Finalize')
           log(`${elapsed()}  » ${name}`);
       },
+    }).catch((error: unknown) => {
+      throw prepareValidationError(error, input.benchmarkKey as string, files) ?? error;
     });
     const artefacts = (result.output as { artefacts?: ExperimentArtefacts }).artefacts;
     if (artefacts === undefined)

@@ -302,18 +302,40 @@ function chunkingFrom(p: Parsed): ChunkingOptions {
   };
 }
 
-function retrievalFrom(p: Parsed, numberOfChunks: number): RetrieverOptions {
+/** Neighbours on each side a window may take (the retriever's bound). */
+const MAX_WINDOW_SIZE = 4;
+
+/**
+ * The retrieval flags as retriever options, every value and combination checked here so a problem names the flag
+ * the user typed (`--window-size`, not the retriever's `windowSize`) and is reported before any store opens.
+ * @param kFlag the flag that set `numberOfChunks` (`--k`, or `--depth` for eval-retrieval)
+ * @throws {ValidationError} naming the flag.
+ */
+function retrievalFrom(p: Parsed, numberOfChunks: number, kFlag = 'k'): RetrieverOptions {
+  if (!Number.isInteger(numberOfChunks) || numberOfChunks < 1) {
+    throw new ValidationError(`--${kFlag} must be a positive integer, got ${numberOfChunks}`);
+  }
   const defaults = defaultRetrievalFor(str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL);
   const searchMode = oneOf<SearchMode>(p, 'search-mode', ['vector', 'hybrid'], defaults.searchMode);
   const method = oneOf<RetrievalMethod>(p, 'retrieval-method', ['simple', 'window'], 'simple');
   const windowSize = int(p, 'window-size', method === 'window' ? 1 : 0);
-  const filter = filterFlag(p, 'filter');
-  if (filter !== undefined) {
-    return {
-      ...retrievalFrom({ ...p, values: { ...p.values, filter: undefined } }, numberOfChunks),
-      filter,
-    };
+  if (windowSize < 0 || windowSize > MAX_WINDOW_SIZE) {
+    throw new ValidationError(
+      `--window-size must be an integer in 0..${MAX_WINDOW_SIZE}, got ${windowSize}`,
+    );
   }
+  if (method === 'window' && windowSize === 0) {
+    throw new ValidationError(
+      '--retrieval-method window needs --window-size 1..4 (0 means simple)',
+    );
+  }
+  if (method === 'simple' && windowSize > 0) {
+    throw new ValidationError(
+      `--window-size ${windowSize} needs --retrieval-method window (simple takes no neighbours)`,
+    );
+  }
+  const filter = filterFlag(p, 'filter');
+  const base = { numberOfChunks, method, windowSize, ...(filter !== undefined && { filter }) };
   if (searchMode === 'vector') {
     for (const name of ['ranker-strategy', 'ranker-k', 'ranker-alpha']) {
       if (str(p, name) !== undefined)
@@ -327,12 +349,34 @@ function retrievalFrom(p: Parsed, numberOfChunks: number): RetrieverOptions {
     ['rrf', 'weighted', 'normalized'],
     defaults.rankerStrategy,
   );
-  const rankerK =
-    optInt(p, 'ranker-k') ?? (rankerStrategy === 'rrf' ? SEMANTIC_RETRIEVAL.rankerK : 0);
+  const implied =
+    str(p, 'ranker-strategy') === undefined ? ' (the default with this embedding model)' : '';
+  const givenK = optInt(p, 'ranker-k');
+  if (givenK !== undefined) {
+    if (rankerStrategy !== 'rrf') {
+      throw new ValidationError(
+        `--ranker-k applies only to --ranker-strategy rrf; the strategy is ${rankerStrategy}${implied}`,
+      );
+    }
+    if (givenK < 1 || givenK > 100) {
+      throw new ValidationError(`--ranker-k must be an integer in 1..100, got ${givenK}`);
+    }
+  }
+  const givenAlpha = optNum(p, 'ranker-alpha');
+  if (givenAlpha !== undefined) {
+    if (rankerStrategy !== 'weighted') {
+      throw new ValidationError(
+        `--ranker-alpha applies only to --ranker-strategy weighted; the strategy is ${rankerStrategy}${implied}`,
+      );
+    }
+    if (givenAlpha < 0 || givenAlpha >= 1) {
+      throw new ValidationError(`--ranker-alpha must be in [0, 1), got ${givenAlpha}`);
+    }
+  }
+  const rankerK = givenK ?? (rankerStrategy === 'rrf' ? SEMANTIC_RETRIEVAL.rankerK : 0);
   const defaultAlpha = defaults.rankerStrategy === 'weighted' ? defaults.rankerAlpha : 0.5;
-  const rankerAlpha =
-    optNum(p, 'ranker-alpha') ?? (rankerStrategy === 'weighted' ? defaultAlpha : 1);
-  return { numberOfChunks, method, windowSize, searchMode, rankerStrategy, rankerK, rankerAlpha };
+  const rankerAlpha = givenAlpha ?? (rankerStrategy === 'weighted' ? defaultAlpha : 1);
+  return { ...base, searchMode, rankerStrategy, rankerK, rankerAlpha };
 }
 
 interface Session {
@@ -600,7 +644,7 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
   const corpusPath: string = corpus;
   const questions = await loadBenchmark(benchmarkPath);
   const chunking = chunkingFrom(p);
-  const options = retrievalFrom(p, int(p, 'depth', 100));
+  const options = retrievalFrom(p, int(p, 'depth', 100), 'depth');
   const transform = queryTransformFrom(p, options, () => createFoundationModel(str(p, 'model')));
   const json = flag(p, 'json');
   // A throwaway collection unless one is named: in memory for pglite, dropped afterwards on a server.

@@ -51,3 +51,54 @@ export function buildKeyIndex(keys: Iterable<string>): Map<string, string> {
 export function matchDocumentKey(benchmarkKey: string, keys: Iterable<string>): string | undefined {
   return buildKeyIndex(keys).get(benchmarkKey);
 }
+
+/** How a benchmark key resolved: the document key it names, or the keys it might have meant. */
+export interface KeyResolution {
+  match?: string;
+  /** Several documents share the bare file name the benchmark gave. */
+  ambiguous?: boolean;
+  /** Keys the benchmark may have meant (same file name in another folder, or several with this name). */
+  candidates: string[];
+}
+
+function baseVariants(key: string): string[] {
+  const base = key.slice(key.lastIndexOf('/') + 1);
+  return documentKeyVariants(base);
+}
+
+/**
+ * Resolves a benchmark key as {@link matchDocumentKey} does and, failing that, as ai4rag's benchmarks name
+ * documents: by bare file name (`travel-and-expenses.md` for `policies/travel-and-expenses.md`, with or without
+ * the extension) when exactly one document has that name. Otherwise returns the candidates to suggest: every
+ * document with that file name.
+ * @param index from {@link buildKeyIndex} over `keys`
+ * @example
+ * resolveDocumentKey('travel.md', buildKeyIndex(keys), keys); // { match: 'policies/travel.md', candidates: [] }
+ */
+export function resolveDocumentKey(
+  benchmarkKey: string,
+  index: ReadonlyMap<string, string>,
+  keys: readonly string[],
+): KeyResolution {
+  const direct = index.get(benchmarkKey);
+  if (direct !== undefined) return { match: direct, candidates: [] };
+  const wanted = new Set(baseVariants(benchmarkKey));
+  const candidates = keys.filter((k) => baseVariants(k).some((v) => wanted.has(v)));
+  if (!benchmarkKey.includes('/') && candidates.length === 1) {
+    return { match: candidates[0] as string, candidates: [] };
+  }
+  return {
+    candidates,
+    ...(!benchmarkKey.includes('/') && candidates.length > 1 && { ambiguous: true }),
+  };
+}
+
+/** The error text for a benchmark key that {@link resolveDocumentKey} could not resolve. */
+export function unmatchedKeyMessage(benchmarkKey: string, resolution: KeyResolution): string {
+  const shown = resolution.candidates.slice(0, 5).map((k) => `"${k}"`);
+  const more = resolution.candidates.length > 5 ? `, … (${resolution.candidates.length})` : '';
+  if (resolution.ambiguous) {
+    return `gold document "${benchmarkKey}" matches several documents: ${shown.join(', ')}${more}; give the full key`;
+  }
+  return `gold document "${benchmarkKey}" matches no document${shown.length > 0 ? ` (did you mean ${shown.join(', ')}${more}?)` : ''}`;
+}

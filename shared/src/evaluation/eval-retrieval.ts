@@ -1,4 +1,4 @@
-import { matchDocumentKey } from '../documents/keys.js';
+import { buildKeyIndex, resolveDocumentKey, unmatchedKeyMessage } from '../documents/keys.js';
 import { ValidationError } from '../errors.js';
 import type { Retriever } from '../retrieval/retriever.js';
 import type { BenchmarkQuestion } from './benchmark.js';
@@ -25,15 +25,14 @@ export async function evaluateRetrieval(
   documentKeys: readonly string[],
   onProgress?: (done: number, total: number) => void,
 ): Promise<RetrievalEvaluation> {
+  const index = buildKeyIndex(documentKeys);
   const resolved = questions.map((q) => {
     const gold = q.documentKeys.map((key) => {
-      const match = matchDocumentKey(key, documentKeys);
-      if (match === undefined) {
-        throw new ValidationError(
-          `${q.questionId}: gold document "${key}" matches no ingested document`,
-        );
+      const r = resolveDocumentKey(key, index, documentKeys);
+      if (r.match === undefined) {
+        throw new ValidationError(`${q.questionId}: ${unmatchedKeyMessage(key, r)}`);
       }
-      return match;
+      return r.match;
     });
     return { q, gold };
   });

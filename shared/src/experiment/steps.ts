@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { chunkDocument } from '../chunking/chunker.js';
 import type { AI4RAGChunk } from '../chunking/types.js';
-import { buildKeyIndex } from '../documents/keys.js';
+import { buildKeyIndex, resolveDocumentKey, unmatchedKeyMessage } from '../documents/keys.js';
 import { loadBytes } from '../documents/load.js';
 import type { LoadedDocument } from '../documents/types.js';
 import type { Embedder } from '../embeddings/types.js';
@@ -294,26 +294,31 @@ async function loadCorpus(
   return documents;
 }
 
+/**
+ * Resolves the benchmark's gold keys to document keys (exact, without the extension, or an unambiguous bare file
+ * name); a key that names no document is an error, as in `eval-retrieval`: it would silently score zero.
+ * @throws {ValidationError} listing the unmatched keys with the documents they may have meant.
+ */
 function matchBenchmarkKeys(
   questions: BenchmarkQuestion[],
   documentKeys: readonly string[],
-  log: EventLog,
 ): BenchmarkQuestion[] {
   const index = buildKeyIndex(documentKeys);
-  const unmatched = new Set<string>();
+  const unmatched = new Map<string, string>();
   const out = questions.map((q) => ({
     ...q,
     documentKeys: q.documentKeys.map((key) => {
-      const match = index.get(key) ?? index.get(key.replace(/\.[^./]+$/, ''));
-      if (match === undefined) unmatched.add(key);
-      return match ?? key;
+      const r = resolveDocumentKey(key, index, documentKeys);
+      if (r.match === undefined && !unmatched.has(key)) {
+        unmatched.set(key, `${q.questionId}: ${unmatchedKeyMessage(key, r)}`);
+      }
+      return r.match ?? key;
     }),
   }));
   if (unmatched.size > 0) {
-    const list = [...unmatched].slice(0, 10).join(', ');
-    log.emit(
-      'warning',
-      `${unmatched.size} benchmark document key(s) match no document and will score zero in context_correctness: ${list}${unmatched.size > 10 ? ', …' : ''}.`,
+    const list = [...unmatched.values()].slice(0, 5).join('; ');
+    throw new ValidationError(
+      `${unmatched.size} benchmark gold document key(s) name no single document: ${list}${unmatched.size > 5 ? '; …' : ''}.`,
     );
   }
   return out;
@@ -389,7 +394,6 @@ export async function prepareExperiment(
     questions = matchBenchmarkKeys(
       questions,
       documents.map((d) => d.key),
-      log,
     );
 
     // Without models in the input, the deployment's own (a local run: the local ones).
@@ -1265,6 +1269,15 @@ export async function finalizeExperiment(
     await putJson(deps.artifacts, keys.evaluationResults, bestEvaluation);
   }
   await putJson(deps.artifacts, keys.leaderboard, leaderboard);
+  // The report compares the two best patterns question by question.
+  const runnerUp = leaderboard[1];
+  const runnerUpEvaluation =
+    runnerUp === undefined
+      ? undefined
+      : await getJson<EvaluationRecord[]>(
+          deps.artifacts,
+          keys.patternEvaluation(runnerUp.pattern_name),
+        );
   const failed = trials.filter((t) => t.status === 'failed').length;
   log.emit(
     best ? 'info' : 'error',
@@ -1285,6 +1298,7 @@ export async function finalizeExperiment(
     trials: trials.map(({ trialId: _t, status: _s, collection: _c, ...t }) => t),
     leaderboard,
     best_evaluation: bestEvaluation,
+    ...(runnerUpEvaluation !== undefined && { runner_up_evaluation: runnerUpEvaluation }),
     events,
     questions: state.benchmark.questions,
     documents: state.corpus.documents,

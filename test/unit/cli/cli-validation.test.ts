@@ -1,0 +1,311 @@
+/**
+ * Usage and input-validation errors of the CLI: exit code 2, reported before any work starts, naming the flag or
+ * the field the user typed (not the internal camelCase names).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../../bin/cli/main.js';
+import { buildKeyIndex, resolveDocumentKey } from '../../../shared/src/documents/keys.js';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+describe('CLI validation errors', () => {
+  let dir: string;
+  let docs: string;
+  let data: string;
+  let benchmark: string;
+
+  const write = async (name: string, value: unknown) => {
+    const path = join(dir, name);
+    await writeFile(path, typeof value === 'string' ? value : JSON.stringify(value));
+    return path;
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ai4rag-cli-validation-'));
+    docs = join(dir, 'docs');
+    data = join(dir, 'data');
+    await mkdir(join(docs, 'policies'), { recursive: true });
+    await mkdir(join(docs, 'people'), { recursive: true });
+    await writeFile(
+      join(docs, 'policies', 'travel-and-expenses.md'),
+      '# Travel\n\nExpenses above 500 EUR need the approval of a director.\n',
+    );
+    await writeFile(
+      join(docs, 'people', 'leave.md'),
+      '# Leave\n\nEmployees receive 27 days of annual leave.\n',
+    );
+    await writeFile(
+      join(docs, 'policies', 'leave.md'),
+      '# Leave policy\n\nUnused leave days carry over to March.\n',
+    );
+    benchmark = await write('benchmark.json', [
+      {
+        question: 'Who approves expenses above 500 EUR?',
+        correct_answers: ['a director'],
+        correct_answer_document_keys: ['policies/travel-and-expenses.md'],
+      },
+    ]);
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const experiment = (...args: string[]) => [
+    'experiment',
+    '--docs',
+    docs,
+    '--data-dir',
+    data,
+    '--quiet',
+    ...args,
+  ];
+
+  it.each([
+    [['--max-evals', '0'], '--max-evals: Too small: expected number to be >=1 (got 0)'],
+    [['--max-evals', '1001'], '--max-evals: Too big: expected number to be <=1000 (got 1001)'],
+    [['--trial-concurrency', '11'], '--trial-concurrency: Too big'],
+    [['--sample-questions=-1'], '--sample-questions: Too small'],
+    [['--metric', 'speed'], '--metric: Invalid option'],
+    [['--metric', 'answer_relevance'], '--metric answer_relevance needs --judge-model ID'],
+    [['--optimizer', 'annealing'], '--optimizer must be one of'],
+    [['--experiment-id', 'a/b'], '--experiment-id "a/b": letters, digits'],
+  ])('experiment %j: exit 2 before the state machine starts', async (args, message) => {
+    // Arrange
+    const c = capture();
+
+    // Act
+    const code = await main([...experiment('--benchmark', benchmark), ...args], c.io);
+
+    // Assess
+    expect(code, c.err.join('\n')).toBe(2);
+    expect(c.err.join('\n')).toContain(message);
+    expect(c.err.join('\n')).not.toMatch(/maxEvals|trialConcurrency|optimizationMetric|judgeModel/);
+    // Nothing was started: no experiment folder in the data directory.
+    expect(existsSync(join(data, 'artifacts'))).toBe(false);
+  });
+
+  it.each([
+    [{ chunk_size: [5] }, "'chunk_size' value 5 must be an integer in 128..2048"],
+    [{ chunk_sizes: [512] }, "unknown parameter 'chunk_sizes'"],
+    [{ ranker_k: ['x'] }, "'ranker_k' value 'x' must be an integer in 1..100"],
+    [{ chunk_size: 512 }, 'chunk_size: expected array'],
+    [{ foundation_model: ['m'] }, 'give the models with --foundation-models / --embedding-models'],
+    [
+      { retrieval_method: ['simple'], window_size: [2] },
+      'no configuration satisfies the search-space rules',
+    ],
+  ])(
+    'an invalid --search-space %j is refused with exit 2, naming the file and key',
+    async (space, message) => {
+      // Arrange
+      const file = await write('space.json', space);
+      const c = capture();
+
+      // Act
+      const code = await main(
+        experiment('--benchmark', benchmark, '--search-space', file, '--max-evals', '1'),
+        c.io,
+      );
+
+      // Assess
+      expect(code).toBe(2);
+      expect(c.err.join('\n')).toContain(`ai4rag experiment: --search-space ${file}`);
+      expect(c.err.join('\n')).toContain(message);
+      expect(existsSync(join(data, 'artifacts'))).toBe(false);
+    },
+  );
+
+  it.each([
+    [[], '--benchmark FILE: the benchmark has no questions'],
+    [[{ q: 'x' }], '--benchmark FILE[0]: unknown field(s) q'],
+    [[{ question: '' }], '--benchmark FILE[0]: "question" must be a non-empty string'],
+  ])(
+    'a bad benchmark %j is refused with exit 2, naming the file and item',
+    async (items, message) => {
+      // Arrange
+      const file = await write('bad-benchmark.json', items);
+      const c = capture();
+
+      // Act
+      const code = await main(experiment('--benchmark', `${benchmark},${file}`), c.io);
+
+      // Assess
+      expect(code).toBe(2);
+      expect(c.err.join('\n')).toContain(message.replace('FILE', file));
+    },
+  );
+
+  it('refuses a --docs folder without files with exit 2', async () => {
+    // Arrange
+    const empty = join(dir, 'empty');
+    await mkdir(join(empty, 'sub'), { recursive: true });
+    const c = capture();
+
+    // Act
+    const code = await main(
+      ['experiment', '--docs', empty, '--benchmark', benchmark, '--data-dir', data],
+      c.io,
+    );
+
+    // Assess
+    expect(code).toBe(2);
+    expect(c.err.join('\n')).toContain(`--docs "${empty}" holds no files`);
+  });
+
+  it('refuses, with exit 2 in the prepare step, a gold key that names no document, suggesting candidates', async () => {
+    // Arrange: one key in the wrong folder, one bare name two documents share
+    const file = await write('gold.json', [
+      { question: 'a?', correct_answers: ['x'], correct_answer_document_keys: ['hr/leave.md'] },
+      { question: 'b?', correct_answers: ['x'], correct_answer_document_keys: ['leave'] },
+      { question: 'c?', correct_answers: ['x'], correct_answer_document_keys: ['nothing.md'] },
+    ]);
+    const c = capture();
+    const gold = join(dir, 'data-gold');
+
+    // Act
+    const code = await main(
+      ['experiment', '--docs', docs, '--benchmark', file, '--data-dir', gold, '--quiet'],
+      c.io,
+    );
+
+    // Assess
+    expect(code).toBe(2);
+    const text = c.err.join('\n');
+    expect(text).toContain('3 benchmark gold document key(s) name no single document');
+    expect(text).toContain(
+      'gold document "hr/leave.md" matches no document (did you mean "people/leave.md", "policies/leave.md"?)',
+    );
+    expect(text).toContain(
+      'gold document "leave" matches several documents: "people/leave.md", "policies/leave.md"; give the full key',
+    );
+    expect(text).toContain('gold document "nothing.md" matches no document');
+    expect(text).not.toContain('experiments/');
+    // The prepare step wrote no ledger: no trial ran.
+    const experiments = join(gold, 'artifacts', 'experiments');
+    const ids = existsSync(experiments) ? await readdir(experiments) : [];
+    for (const id of ids) expect(existsSync(join(experiments, id, 'state.json'))).toBe(false);
+  });
+
+  it('matches an ai4rag-style bare file name in eval-retrieval, and errors on an ambiguous one', async () => {
+    // Arrange
+    const bare = await write('bare.json', [
+      {
+        question: 'Who approves expenses above 500 EUR?',
+        correct_answers: ['a director'],
+        correct_answer_document_keys: ['travel-and-expenses.md'],
+      },
+    ]);
+    const ambiguous = await write('ambiguous.json', [
+      {
+        question: 'How many leave days?',
+        correct_answers: ['27'],
+        correct_answer_document_keys: ['leave.md'],
+      },
+    ]);
+    const ok = capture();
+    const bad = capture();
+
+    // Act
+    const okCode = await main(
+      ['eval-retrieval', '--corpus', docs, '--benchmark', bare, '--json'],
+      ok.io,
+    );
+    const badCode = await main(
+      ['eval-retrieval', '--corpus', docs, '--benchmark', ambiguous, '--json'],
+      bad.io,
+    );
+
+    // Assess
+    expect(okCode, ok.err.join('\n')).toBe(0);
+    expect(JSON.parse(ok.out.at(-1) ?? '{}')).toMatchObject({ questions: 1, 'recall@5': 1 });
+    expect(badCode).toBe(2);
+    expect(bad.err.join('\n')).toContain(
+      'q0: gold document "leave.md" matches several documents: "people/leave.md", "policies/leave.md"; give the full key',
+    );
+  });
+
+  it('resolves bare names only when unambiguous, and never overrides an exact key', () => {
+    // Arrange
+    const keys = ['policies/travel.md', 'a/faq.md', 'b/faq.md', 'faq'];
+    const index = buildKeyIndex(keys);
+
+    // Act + Assess
+    expect(resolveDocumentKey('travel.md', index, keys)).toEqual({
+      match: 'policies/travel.md',
+      candidates: [],
+    });
+    expect(resolveDocumentKey('travel', index, keys).match).toBe('policies/travel.md');
+    expect(resolveDocumentKey('faq', index, keys)).toEqual({ match: 'faq', candidates: [] });
+    expect(resolveDocumentKey('faq.md', index, keys)).toEqual({
+      ambiguous: true,
+      candidates: ['a/faq.md', 'b/faq.md', 'faq'],
+    });
+    expect(resolveDocumentKey('x/travel.md', index, keys)).toEqual({
+      candidates: ['policies/travel.md'],
+    });
+  });
+
+  it.each([
+    [['--k', '0'], '--k must be a positive integer, got 0'],
+    [
+      ['--window-size', '2'],
+      '--window-size 2 needs --retrieval-method window (simple takes no neighbours)',
+    ],
+    [
+      ['--retrieval-method', 'window', '--window-size', '0'],
+      '--retrieval-method window needs --window-size 1..4 (0 means simple)',
+    ],
+    [
+      ['--retrieval-method', 'window', '--window-size', '9'],
+      '--window-size must be an integer in 0..4, got 9',
+    ],
+    [
+      ['--ranker-k', '10'],
+      '--ranker-k applies only to --ranker-strategy rrf; the strategy is weighted (the default with this embedding model)',
+    ],
+    [
+      ['--ranker-strategy', 'rrf', '--ranker-k', '0'],
+      '--ranker-k must be an integer in 1..100, got 0',
+    ],
+    [
+      ['--ranker-strategy', 'rrf', '--ranker-alpha', '0.3'],
+      '--ranker-alpha applies only to --ranker-strategy weighted; the strategy is rrf',
+    ],
+    [
+      ['--ranker-strategy', 'weighted', '--ranker-alpha', '1'],
+      '--ranker-alpha must be in [0, 1), got 1',
+    ],
+  ])('search %j: exit 2 naming the flag', async (args, message) => {
+    // Arrange
+    const c = capture();
+
+    // Act
+    const code = await main(['search', 'leave', '--data-dir', join(dir, 'none'), ...args], c.io);
+
+    // Assess
+    expect(code).toBe(2);
+    expect(c.err).toEqual([`ai4rag search: ${message}`]);
+    // Refused before the store opened: no data directory was made.
+    expect(existsSync(join(dir, 'none'))).toBe(false);
+  });
+
+  it('names --depth for eval-retrieval', async () => {
+    const c = capture();
+    expect(
+      await main(
+        ['eval-retrieval', '--corpus', docs, '--benchmark', benchmark, '--depth', '0'],
+        c.io,
+      ),
+    ).toBe(2);
+    expect(c.err).toEqual(['ai4rag eval-retrieval: --depth must be a positive integer, got 0']);
+  });
+});

@@ -341,7 +341,7 @@ function retrievalFrom(p: Parsed, numberOfChunks: number, kFlag = 'k'): Retrieve
       if (str(p, name) !== undefined)
         throw new ValidationError(`--${name} applies only to --search-mode hybrid`);
     }
-    return { numberOfChunks, method, windowSize, searchMode };
+    return { ...base, searchMode };
   }
   const rankerStrategy = oneOf<RankerStrategy>(
     p,

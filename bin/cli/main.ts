@@ -32,6 +32,7 @@ import {
 } from '../../shared/src/retrieval/retriever.js';
 import { openStore, STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
 import { bestSnippet } from '../../shared/src/text/snippet.js';
+import { resolveCollectionName } from '../../shared/src/vectorstores/naming.js';
 import type {
   IntegrityReport,
   RankerStrategy,
@@ -391,8 +392,24 @@ interface SessionOptions {
   createIfMissing?: boolean;
 }
 
+/**
+ * The `--collection` flag (or the command's own collection), refused before anything opens when ai4rag's
+ * sanitizing would make it collide with another name or cut it.
+ * @throws {ValidationError} naming the flag and showing the sanitized name.
+ */
+function collectionFrom(p: Parsed, fallback = DEFAULT_COLLECTION): string {
+  const name = str(p, 'collection') ?? fallback;
+  try {
+    resolveCollectionName(name);
+  } catch (error) {
+    throw new ValidationError(`--collection: ${(error as Error).message}`, { cause: error });
+  }
+  return name;
+}
+
 async function openSession(p: Parsed, options: SessionOptions = {}): Promise<Session> {
   const kind = oneOf<StoreKind>(p, 'store', STORE_KINDS, 'pglite');
+  const collectionName = options.collection ?? collectionFrom(p);
   const embedder = await cliEmbedder(
     str(p, 'embedding') ?? DEFAULT_EMBEDDING_MODEL,
     str(p, 'embedding-prefixes'),
@@ -648,7 +665,7 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
   const transform = queryTransformFrom(p, options, () => createFoundationModel(str(p, 'model')));
   const json = flag(p, 'json');
   // A throwaway collection unless one is named: in memory for pglite, dropped afterwards on a server.
-  const named = str(p, 'collection');
+  const named = str(p, 'collection') === undefined ? undefined : collectionFrom(p);
   const serverStore = str(p, 'store') === 'pgvector' || str(p, 'store') === 'milvus';
   const collection = named ?? `ai4rag_eval_${Date.now().toString(36)}`;
   return withSession(

@@ -14,11 +14,12 @@ function pad(n: number): string {
 
 /**
  * Resolves a collection name once, as ai4rag does: no name → `ai4rag_<YYYYMMDDHHMMSS UTC>_<8 random [a-z0-9]>`;
- * a supplied name must start with `ai4rag` (the isolation guard), then is sanitized to `[A-Za-z0-9_]` (other
- * characters become `_`). A name with non-ASCII characters, or longer than 63 characters once sanitized, is cut to
- * 54 and gets `_` + 8 hex of its SHA-1, so distinct names never share a collection. Case is kept; SQL backends
- * lower-case through {@link quoteIdent}.
- * @throws {CollectionNameError} when a supplied name does not start with `ai4rag`.
+ * a supplied name must start with `ai4rag` (the isolation guard), then is sanitized to `[A-Za-z0-9_]` (other ASCII
+ * characters become `_`, as ai4rag's mapping). Case is kept; SQL backends lower-case through {@link quoteIdent}.
+ * A name that mapping would make collide or cut is refused instead of stored somewhere surprising: non-ASCII
+ * characters (`ai4rag_日本` and `ai4rag_中国` would both be `ai4rag___`), or more than 63 characters.
+ * @throws {CollectionNameError} when a supplied name does not start with `ai4rag`, holds non-ASCII characters or
+ * is longer than 63 characters; the message shows the sanitized name.
  * @example resolveCollectionName('ai4rag-trial.1') // 'ai4rag_trial_1'
  */
 export function resolveCollectionName(
@@ -41,15 +42,47 @@ export function resolveCollectionName(
       `collection name must start with '${COLLECTION_PREFIX}', got ${JSON.stringify(String(name).slice(0, 80))}`,
     );
   }
-  const sanitized = name.replace(/[^A-Za-z0-9_]/g, '_');
-  // ai4rag's mapping alone makes distinct names collide when they differ only in non-ASCII characters
-  // (`ai4rag_日本` and `ai4rag_中国` are both `ai4rag___`) or past the 63rd character: such names keep a hash of
-  // the name as given, so each maps to a collection of its own.
-  if (/[\u0080-\uffff]/.test(name) || sanitized.length > MAX_IDENTIFIER_LENGTH) {
-    const hash = createHash('sha1').update(name, 'utf8').digest('hex').slice(0, 8);
-    return `${sanitized.slice(0, MAX_IDENTIFIER_LENGTH - hash.length - 1)}_${hash}`;
-  }
+  const sanitized = sanitizeCollectionName(name);
+  const problem = collectionNameProblem(name);
+  if (problem !== undefined) throw new CollectionNameError(problem);
   return sanitized;
+}
+
+/** ai4rag's mapping of a name to `[A-Za-z0-9_]`: every other character becomes `_`. */
+export function sanitizeCollectionName(name: string): string {
+  return name.replace(/[^A-Za-z0-9_]/g, '_');
+}
+
+/**
+ * Why a collection name (starting with `ai4rag`) cannot be used as given, or undefined when it can: names with
+ * non-ASCII characters would share their sanitized form with other names, and names over 63 characters would be
+ * cut. The text shows the sanitized name and, for a name an earlier version stored under a hashed name, that name.
+ * @example collectionNameProblem('ai4rag_日本') // 'collection name "ai4rag_日本" would be stored as "ai4rag___", …'
+ */
+export function collectionNameProblem(name: string): string | undefined {
+  const sanitized = sanitizeCollectionName(name);
+  const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 77)}…` : name);
+  if ([...name].some((c) => (c.codePointAt(0) ?? 0) > 0x7f)) {
+    return (
+      `collection name ${shown} would be stored as "${sanitized.slice(0, MAX_IDENTIFIER_LENGTH)}", which every name differing only in ` +
+      `its non-ASCII characters shares; use ASCII letters, digits and _ (a collection an earlier version made ` +
+      `under this name is "${legacyHashedName(name, sanitized)}")`
+    );
+  }
+  if (sanitized.length > MAX_IDENTIFIER_LENGTH) {
+    return (
+      `collection name ${shown} is ${sanitized.length} characters; at most ${MAX_IDENTIFIER_LENGTH} are kept, so it ` +
+      `would be cut to "${sanitized.slice(0, MAX_IDENTIFIER_LENGTH)}" (a collection an earlier version made under ` +
+      `this name is "${legacyHashedName(name, sanitized)}")`
+    );
+  }
+  return undefined;
+}
+
+/** Where earlier versions stored a non-ASCII or over-long name: cut to 54 characters + `_` + 8 hex of its SHA-1. */
+function legacyHashedName(name: string, sanitized: string): string {
+  const hash = createHash('sha1').update(name, 'utf8').digest('hex').slice(0, 8);
+  return `${sanitized.slice(0, MAX_IDENTIFIER_LENGTH - hash.length - 1)}_${hash}`;
 }
 
 const IDENT = /^[a-z0-9_]{1,63}$/;

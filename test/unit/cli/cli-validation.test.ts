@@ -308,4 +308,26 @@ describe('CLI validation errors', () => {
     ).toBe(2);
     expect(c.err).toEqual(['ai4rag eval-retrieval: --depth must be a positive integer, got 0']);
   });
+
+  it.each([
+    ['ai4rag_日本', 'would be stored as "ai4rag___"'],
+    [`ai4rag_${'x'.repeat(300)}`, `would be cut to "ai4rag_${'x'.repeat(56)}"`],
+  ])('refuses --collection %s with exit 2 before opening any store', async (name, message) => {
+    // Arrange
+    const c = capture();
+    const where = join(dir, 'collision');
+
+    // Act
+    const codes = [
+      await main(['ingest', docs, '--collection', name, '--data-dir', where], c.io),
+      await main(['stats', '--collection', name, '--data-dir', where], c.io),
+    ];
+
+    // Assess
+    expect(codes).toEqual([2, 2]);
+    expect(c.err[0]).toContain(`ai4rag ingest: --collection: collection name "`);
+    expect(c.err[0]).toContain(message);
+    expect(c.err[1]).toContain('ai4rag stats: --collection: ');
+    expect(existsSync(where)).toBe(false);
+  });
 });

@@ -22,25 +22,28 @@ describe('resolveCollectionName', () => {
     expect(resolveCollectionName('ai4rag-My.coll ection')).toBe('ai4rag_My_coll_ection');
   });
 
-  it('cuts a long name to 63 characters, keeping a hash so that two long names stay apart', () => {
-    // Act
-    const a = resolveCollectionName(`ai4rag_${'x'.repeat(100)}a`);
-    const b = resolveCollectionName(`ai4rag_${'x'.repeat(100)}b`);
-    // Assess
-    expect(a).toHaveLength(63);
-    expect(a).toMatch(/^ai4rag_x{47}_[0-9a-f]{8}$/);
-    expect(b).not.toBe(a);
-    expect(resolveCollectionName(`ai4rag_${'x'.repeat(100)}a`)).toBe(a);
+  it('refuses a name longer than 63 characters, showing where it would be cut', () => {
+    // Arrange
+    const name = `ai4rag_${'x'.repeat(300)}`;
+
+    // Act + Assess
+    expect(() => resolveCollectionName(name)).toThrow(CollectionNameError);
+    expect(() => resolveCollectionName(name)).toThrow(
+      `is 307 characters; at most 63 are kept, so it would be cut to "ai4rag_${'x'.repeat(56)}"`,
+    );
+    expect(resolveCollectionName(`ai4rag_${'x'.repeat(56)}`)).toHaveLength(63);
   });
 
-  it('keeps names that differ only in non-ASCII characters apart', () => {
-    // Act
-    const japan = resolveCollectionName('ai4rag_日本');
-    const china = resolveCollectionName('ai4rag_中国');
-    // Assess
-    expect(japan).toMatch(/^ai4rag____[0-9a-f]{8}$/);
-    expect(china).toMatch(/^ai4rag____[0-9a-f]{8}$/);
-    expect(japan).not.toBe(china);
+  it('refuses names with non-ASCII characters, which would share ai4rag___', () => {
+    // Act + Assess
+    for (const name of ['ai4rag_日本', 'ai4rag_中国']) {
+      expect(() => resolveCollectionName(name)).toThrow(
+        `collection name "${name}" would be stored as "ai4rag___", which every name differing only in its non-ASCII characters shares`,
+      );
+    }
+    // The name an earlier version stored it under (SHA-1 suffix) stays usable as given.
+    expect(() => resolveCollectionName('ai4rag_日本')).toThrow('"ai4rag____0fcdbe47"');
+    expect(resolveCollectionName('ai4rag____0fcdbe47')).toBe('ai4rag____0fcdbe47');
   });
 
   it('rejects a name that does not start with ai4rag', () => {

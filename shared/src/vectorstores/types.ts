@@ -169,10 +169,21 @@ export interface IntegrityReport {
   liveWrites: { version: string; owner: string; expiresAt: string; chunks: number }[];
   /** Writes whose lease lapsed, with their staged chunks. */
   expiredWrites: { version: string; owner: string; chunks: number }[];
-  /** Whether I1–I2 hold (no orphans, no mismatch, no expired write). */
+  /**
+   * Postings of the keyword index that differ from the chunks' BM25 weights (missing or extra; stores with a
+   * postings index only). 0 on a consistent store: the database maintains the index with the chunk rows.
+   */
+  keywordIndexMismatch?: number;
+  /** Whether I1–I2 hold (no orphans, no mismatch, no expired write) and the keyword index matches the chunks. */
   clean: boolean;
   /** What `repair` changed (absent without it). */
-  repaired?: { chunksDeleted: number; writesSwept: number; recordsFixed: number };
+  repaired?: {
+    chunksDeleted: number;
+    writesSwept: number;
+    recordsFixed: number;
+    /** Whether the keyword index was rebuilt from the chunks. */
+    keywordIndexRebuilt?: boolean;
+  };
 }
 
 /** Largest page {@link VectorStore.listDocuments} returns. */

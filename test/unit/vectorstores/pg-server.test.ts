@@ -8,6 +8,7 @@ import { fromPgPool, type SqlClient } from '../../../shared/src/vectorstores/sql
 import { clientOptions, probePgServer } from '../../support/pg.js';
 import { makeChunk, runVectorStoreContract } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
+import { runKeywordIndexSuite } from './keyword-index-suite.js';
 import { runPgVectorSuite } from './pgvector-suite.js';
 import { runStagedWriteContract } from './staged-contract.js';
 
@@ -43,6 +44,7 @@ describe.skipIf(config === undefined)('real PostgreSQL server', () => {
     return PgVectorStore.create({ client, ...opts });
   });
   runPgVectorSuite('PostgreSQL server', () => client);
+  runKeywordIndexSuite('PostgreSQL server', () => client);
 });
 
 describe.skipIf(config === undefined)('pg.Pool adapter when the server drops connections', () => {

@@ -7,6 +7,7 @@ import { PgVectorStore } from '../../../shared/src/vectorstores/pgvector/pgvecto
 import { openPglite, type PgliteSqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 import { makeChunk, runVectorStoreContract } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
+import { runKeywordIndexSuite } from './keyword-index-suite.js';
 import { runPgVectorSuite } from './pgvector-suite.js';
 import { runStagedWriteContract } from './staged-contract.js';
 
@@ -97,3 +98,5 @@ describe('PGlite data directory', () => {
     await expect(readFile(`${dataDir}.lock`, 'utf8')).rejects.toThrow(/ENOENT/);
   });
 });
+
+runKeywordIndexSuite('in-memory PGlite', () => client);

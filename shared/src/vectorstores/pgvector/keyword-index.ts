@@ -1,0 +1,140 @@
+/**
+ * The BM25 keyword index of a pgvector collection: an impact-ordered postings table `(term, weight, rid)` with a
+ * b-tree on `(term, weight DESC, rid)`, kept in step with the chunk table's `bm25` sparsevec column by statement-level
+ * triggers (insert, update of `bm25`, delete — COPY included). The database maintains it inside the writer's own
+ * transaction, so it is exact under concurrent writers, crashes and rollbacks with no code path to forget it.
+ *
+ * A keyword search reads the `depth` highest-weighted postings of each query term (an index range scan whose cost
+ * does not grow with the collection), sums the partial scores per chunk, and rescores the best candidates exactly
+ * from their `bm25` column. When no query term has more than `depth` postings the candidates are every chunk holding
+ * a query term and the result equals the exact scan; otherwise a chunk outside every term's top `depth` can be
+ * missed (measured by `npm run bench -- --scale`, which reports the top-10 overlap with the exact scan).
+ */
+import { auxiliaryName, quoteIdent } from '../naming.js';
+
+/** Postings read per query term by default (see the module comment; measured in `bench/scale.ts`). */
+export const DEFAULT_KEYWORD_DEPTH = 1000;
+
+/** Quoted names of a collection's keyword-index objects. */
+export interface KeywordIndexNames {
+  /** The chunk table (quoted). */
+  table: string;
+  postings: string;
+  postingsIndex: string;
+  ridIndex: string;
+  fn: string;
+  insertTrigger: string;
+  updateTrigger: string;
+  deleteTrigger: string;
+}
+
+/** Names of the keyword-index objects of collection `key` (lower-case, validated by the caller). */
+export function keywordIndexNames(key: string): KeywordIndexNames {
+  const q = (suffix: string) => quoteIdent(auxiliaryName(key, suffix));
+  return {
+    table: quoteIdent(key),
+    postings: q('p'),
+    postingsIndex: q('pi'),
+    ridIndex: q('r'),
+    fn: q('pf'),
+    insertTrigger: q('ti'),
+    updateTrigger: q('tu'),
+    deleteTrigger: q('td'),
+  };
+}
+
+/**
+ * SQL expanding the rows of `rows` (a table with `rid` and `bm25`) into `(term, w, rid)` postings, parsed from the
+ * sparsevec's text form `{i:v,...}/dim` (pgvector has no unnest for sparsevec). The text round-trips a float4
+ * exactly, so the same row always yields the same postings (which is what lets a delete find them).
+ */
+function expand(rows: string): string {
+  return `SELECT split_part(e, ':', 1)::int4 AS term, split_part(e, ':', 2)::float4 AS w, r.rid
+    FROM ${rows} r, LATERAL unnest(string_to_array(
+      btrim(split_part(r.bm25::text, '/', 1), '{}'), ',')) AS e
+    WHERE r.bm25 IS NOT NULL AND e <> ''`;
+}
+
+/**
+ * Statements creating the postings table, its index, the trigger function and the three triggers (idempotent:
+ * `IF NOT EXISTS` / `OR REPLACE`), then back-filling postings for rows already in the table when the postings
+ * table was just created. Run inside the schema transaction.
+ */
+export function keywordIndexDdl(n: KeywordIndexNames): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${n.postings} (term int4 NOT NULL, w float4 NOT NULL, rid bigint NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS ${n.postingsIndex} ON ${n.postings} (term, w DESC, rid)`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${n.ridIndex} ON ${n.table} (rid)`,
+    `CREATE OR REPLACE FUNCTION ${n.fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$
+     BEGIN
+       IF TG_OP = 'DELETE' THEN
+         DELETE FROM ${n.postings} p USING (${expand('old_rows')}) d
+         WHERE p.term = d.term AND p.w = d.w AND p.rid = d.rid;
+       ELSIF TG_OP = 'INSERT' THEN
+         INSERT INTO ${n.postings} (term, w, rid) ${expand('new_rows')} ORDER BY 1, 2 DESC, 3;
+       ELSE
+         -- Only rows whose weights changed (an upsert of unchanged content, or a token-count update, keeps them).
+         DELETE FROM ${n.postings} p USING (${expand(`(SELECT o.rid, o.bm25 FROM old_rows o JOIN new_rows x ON x.rid = o.rid
+           WHERE o.bm25::text IS DISTINCT FROM x.bm25::text)`)}) d
+         WHERE p.term = d.term AND p.w = d.w AND p.rid = d.rid;
+         INSERT INTO ${n.postings} (term, w, rid) ${expand(`(SELECT x.rid, x.bm25 FROM new_rows x JOIN old_rows o ON o.rid = x.rid
+           WHERE o.bm25::text IS DISTINCT FROM x.bm25::text)`)};
+       END IF;
+       RETURN NULL;
+     END $fn$`,
+    `DROP TRIGGER IF EXISTS ${n.insertTrigger} ON ${n.table}`,
+    `CREATE TRIGGER ${n.insertTrigger} AFTER INSERT ON ${n.table}
+       REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${n.fn}()`,
+    `DROP TRIGGER IF EXISTS ${n.updateTrigger} ON ${n.table}`,
+    `CREATE TRIGGER ${n.updateTrigger} AFTER UPDATE ON ${n.table}
+       REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${n.fn}()`,
+    `DROP TRIGGER IF EXISTS ${n.deleteTrigger} ON ${n.table}`,
+    `CREATE TRIGGER ${n.deleteTrigger} AFTER DELETE ON ${n.table}
+       REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${n.fn}()`,
+  ];
+}
+
+/**
+ * Rebuilds every posting from the chunk table (a collection created before the index existed, or a repair), with
+ * writers held off (SHARE lock) until the transaction ends.
+ */
+export function keywordIndexBackfill(n: KeywordIndexNames): string[] {
+  return [
+    `LOCK TABLE ${n.table} IN SHARE MODE`,
+    `DELETE FROM ${n.postings}`,
+    `INSERT INTO ${n.postings} (term, w, rid) ${expand(n.table)} ORDER BY 1, 2 DESC, 3`,
+  ];
+}
+
+/** Rows (one, `n`): postings missing from the index or present without their chunk's weight (0 when consistent). */
+export function keywordIndexMismatchSql(n: KeywordIndexNames): string {
+  return `SELECT count(*)::int AS n FROM (
+    (SELECT term, w, rid FROM ${n.postings} EXCEPT ALL SELECT * FROM (${expand(n.table)}) e)
+    UNION ALL (SELECT * FROM (${expand(n.table)}) e EXCEPT ALL SELECT term, w, rid FROM ${n.postings})) x`;
+}
+
+/** Statements dropping the keyword-index objects that outlive their chunk table (the triggers go with it). */
+export function keywordIndexDrop(n: KeywordIndexNames): string[] {
+  return [`DROP TABLE IF EXISTS ${n.postings}`, `DROP FUNCTION IF EXISTS ${n.fn}()`];
+}
+
+/**
+ * The query: `$1` term ids, `$2` their query weights (idf × query tf), `$3` depth, `$4` candidates kept, `$5` the
+ * query as sparsevec (exact rescoring), `$6` limit; `visible` and `extra` are SQL predicates on the chunk table
+ * (visibility of staged writes, the compiled metadata filter with parameters from `$7`). Result rows are the hits
+ * best first; the last row (`id` NULL) carries `truncated` (some term had more than `depth` postings) and `ncand`.
+ */
+export function keywordQuery(n: KeywordIndexNames, visible: string, extra: string): string {
+  const t = n.table;
+  return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
+    hits AS (SELECT p.rid, q.term, q.qw * p.w AS s FROM q CROSS JOIN LATERAL (
+      SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3) p),
+    cand AS (SELECT rid, sum(s) AS s FROM hits GROUP BY rid ORDER BY sum(s) DESC, rid LIMIT $4),
+    res AS (SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
+      FROM cand JOIN ${t} ON ${t}.rid = cand.rid WHERE ${visible} ${extra}
+      ORDER BY score DESC, ${t}.id LIMIT $6)
+    SELECT id, content, metadata, score, NULL::boolean AS truncated, NULL::int AS ncand, 1 AS part FROM res
+    UNION ALL SELECT NULL, NULL, NULL, NULL,
+      EXISTS (SELECT 1 FROM hits GROUP BY term HAVING count(*) >= $3), (SELECT count(*)::int FROM cand), 2
+    ORDER BY part, score DESC, id`;
+}

@@ -270,7 +270,14 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
         await probe();
         const result = await building;
         await probe();
-        // Assess
+        const many = await store.search('w5 x9 y7', { k: 100, searchMode: 'vector' });
+        const setting = await getClient().query<{ ef: string; scan: string }>(
+          `SELECT current_setting('hnsw.ef_search') AS ef, current_setting('hnsw.iterative_scan') AS scan`,
+        );
+        // Assess: k beyond the default ef_search (40) is served in full, and the statement's HNSW settings end
+        // with it (nothing leaks into the pooled session)
+        expect(many).toHaveLength(100);
+        expect(setting.rows[0]).toEqual({ ef: '40', scan: 'off' });
         expect(result.built).toBe(true);
         expect((await store.stats()).annIndex).toBe(true);
       } finally {

@@ -1149,21 +1149,20 @@ export class PgVectorStore implements VectorStore {
     const params: unknown[] = [vectorLiteral(qvec), limit];
     let where = `WHERE ${this.visible}`;
     if (filter !== undefined) where += ` AND ${compileFilterSql(filter, params, 'metadata')}`;
+    if (this.annIndex) {
+      // The HNSW settings for this statement only, without a transaction's BEGIN / SET LOCAL / COMMIT round trips:
+      // set_config(…, true) in an uncorrelated sub-select is a one-time filter the executor evaluates before the
+      // index scan starts, and a local setting ends with the statement's implicit transaction. Rows of staged
+      // writes are filtered out too, so the scan may need to go past ef_search (iterative scan).
+      params.push(String(Math.min(1000, Math.max(40, 2 * limit))));
+      const settings = [`set_config('hnsw.ef_search', $${params.length}, true)`];
+      if (this.iterativeScan)
+        settings.push(`set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+      where += ` AND (SELECT ${settings.join(' || ')}) IS NOT NULL`;
+    }
     const sql = `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
       FROM ${this.table} ${where} ORDER BY embedding ${op} $1::vector LIMIT $2`;
-    // A transaction only when the HNSW settings must be scoped to this query (SET LOCAL); an exact scan needs
-    // none, which saves BEGIN/COMMIT round trips on every search.
-    let rows = this.annIndex
-      ? await this.client.transaction(async (tx) => {
-          const ef = Math.min(1000, Math.max(40, 2 * limit));
-          await tx.query(`SET LOCAL hnsw.ef_search = ${ef}`);
-          // Rows of staged writes are filtered out too, so the scan may need to go past ef_search.
-          if (this.iterativeScan) {
-            await tx.query('SET LOCAL hnsw.iterative_scan = relaxed_order');
-          }
-          return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
-        })
-      : (await this.client.query<ChunkRow & { distance: number }>(sql, params)).rows;
+    let rows = (await this.client.query<ChunkRow & { distance: number }>(sql, params)).rows;
     // Filtered top-k is complete: an index scan that came back short (a filter too selective for the
     // iterative scan's hnsw.max_scan_tuples, or an older pgvector without iterative scans) is redone exactly,
     // with index scans off, so the answer has `limit` rows whenever that many match.

@@ -13,12 +13,18 @@
  * 50,000 pseudo-words (the shape of natural text's term frequencies), queries of 3–6 mid-frequency words; the local
  * embedder. Latency, not quality, is measured here (quality: `ai4rag eval-retrieval` on SciFact).
  */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { createChunker } from '../shared/src/chunking/index.js';
 import type { ChunkingOptions } from '../shared/src/chunking/types.js';
 import { ENV } from '../shared/src/config.js';
+import { DEFAULT_CHUNKING } from '../shared/src/defaults.js';
+import { loadDocuments } from '../shared/src/documents/index.js';
 import type { LoadedDocument } from '../shared/src/documents/types.js';
 import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../shared/src/embeddings/factory.js';
+import { loadBenchmark } from '../shared/src/evaluation/benchmark.js';
+import { evaluateRetrieval } from '../shared/src/evaluation/eval-retrieval.js';
 import { ingestDocuments } from '../shared/src/ingest/pipeline.js';
 import { mulberry32 } from '../shared/src/util/random.js';
 import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
@@ -27,6 +33,7 @@ import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstor
 import { recording, type SearchTiming, timeSearch } from './measure.js';
 import { startPostgres } from './postgres.js';
 
+const DATA = resolve(import.meta.dirname, '../../shared/data');
 const VOCABULARY = 50_000;
 /** Larger than any synthetic document: one chunk per document, so the size is the chunk count. */
 const CHUNKING: ChunkingOptions = { method: 'recursive', chunkSize: 2048, chunkOverlap: 0 };
@@ -158,6 +165,69 @@ const MODES: [string, (store: PgVectorStore, q: string) => Promise<unknown>][] =
   ['vector', (store, q) => store.search(q, { k: 10, searchMode: 'vector' })],
 ];
 
+/** Mean share of the indexed keyword top 10 that the exact scan's top 10 holds too (1 = identical sets). */
+async function keywordOverlap(
+  indexed: PgVectorStore,
+  exact: PgVectorStore,
+  queries: readonly string[],
+): Promise<number> {
+  let sum = 0;
+  for (const q of queries) {
+    const want = new Set((await exact.keywordSearch(q, { k: 10 })).map((h) => h.id));
+    const got = await indexed.keywordSearch(q, { k: 10 });
+    sum += want.size === 0 ? 1 : got.filter((h) => want.has(h.id)).length / want.size;
+  }
+  return sum / queries.length;
+}
+
+/**
+ * Quality of the postings index against the exact scan on SciFact dev (keyword-only retrieval, 100 chunks per
+ * question, documents ranked by their best chunk): nDCG@10 of both, on PGlite. Undefined without the dataset.
+ */
+async function scifactQuality(
+  embedder: Awaited<ReturnType<typeof createEmbedder>>,
+): Promise<{ exact: number; indexed: number; questions: number; chunks: number } | undefined> {
+  const dir = join(DATA, 'scifact');
+  if (!existsSync(join(dir, 'corpus.jsonl'))) return undefined;
+  const loaded = await loadDocuments([join(dir, 'corpus.jsonl')]);
+  const questions = await loadBenchmark(join(dir, 'benchmark.dev.json'));
+  const client = await openPglite({});
+  try {
+    const name = 'ai4rag_scale_quality';
+    const store = await PgVectorStore.create({ client, embedder, collectionName: name });
+    const exact = await PgVectorStore.create({
+      client,
+      embedder,
+      collectionName: name,
+      keywordDepth: 0,
+    });
+    const chunker = createChunker(DEFAULT_CHUNKING);
+    await ingestDocuments(loaded.documents, {
+      store,
+      chunking: DEFAULT_CHUNKING,
+      chunk: (doc) => chunker.chunk(doc),
+      buildIndex: false,
+    });
+    const keys = loaded.documents.map((d) => d.key);
+    const score = async (s: PgVectorStore) =>
+      evaluateRetrieval(
+        { retrieve: async (q) => (await s.keywordSearch(q, { k: 100 })) as never },
+        questions,
+        keys,
+      );
+    const [a, b] = [await score(exact), await score(store)];
+    const chunks = (await store.stats()).chunks;
+    return {
+      exact: a.metrics['ndcg@10'],
+      indexed: b.metrics['ndcg@10'],
+      questions: a.questions,
+      chunks,
+    };
+  } finally {
+    await client.close();
+  }
+}
+
 interface Row {
   store: string;
   chunks: number;
@@ -167,6 +237,8 @@ interface Row {
   indexSeconds: number;
   indexReason: string;
   timings: Record<string, SearchTiming>;
+  /** Mean share of the keyword top 10 that the exact scan also returns. */
+  overlap: number;
 }
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
@@ -205,11 +277,24 @@ export async function runScale(argv: readonly string[]): Promise<void> {
     console.log('PostgreSQL: skipped (no PGVECTOR_HOST, and not root to start one)\n');
   }
   const rows: Row[] = [];
+  const quality = await scifactQuality(embedder);
+  console.log(
+    quality === undefined
+      ? 'quality  SciFact: skipped (../shared/data/scifact absent)\n'
+      : `quality  SciFact dev keyword nDCG@10 (${quality.questions} questions, ${quality.chunks} chunks): postings index ${f(quality.indexed, 4)}, exact scan ${f(quality.exact, 4)} (difference ${f(quality.indexed - quality.exact, 4)})\n`,
+  );
   try {
     for (const target of targets) {
       const client = recording(await target.open());
       const name = `ai4rag_scale_${Date.now().toString(36)}`;
       const store = await PgVectorStore.create({ client, embedder, collectionName: name });
+      // The same collection read by the exact BM25 scan: the reference the postings index is measured against.
+      const exact = await PgVectorStore.create({
+        client,
+        embedder,
+        collectionName: name,
+        keywordDepth: 0,
+      });
       try {
         let docsSoFar = 0;
         let chunks = 0;
@@ -240,6 +325,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
           for (const [mode, search] of MODES) {
             timings[mode] = await timeSearch((q) => search(store, q), client, queries, 1);
           }
+          const overlap = await keywordOverlap(store, exact, queries);
           const row: Row = {
             store: target.label,
             chunks,
@@ -249,6 +335,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
             indexSeconds: built.seconds,
             indexReason: built.reason,
             timings,
+            overlap,
           };
           rows.push(row);
           const t = (m: string) => timings[m] as SearchTiming;
@@ -257,10 +344,12 @@ export async function runScale(argv: readonly string[]): Promise<void> {
               MODES.map(
                 ([m]) =>
                   `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
-              ).join('  '),
+              ).join('  ') +
+              `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %`,
           );
         }
       } finally {
+        await exact.close();
         await store.drop().catch(() => undefined);
         await store.close();
       }

@@ -20,7 +20,7 @@ export interface RetrievalEvaluation {
  * @throws ValidationError when a gold key matches no document (a benchmark that does not fit the corpus)
  */
 export async function evaluateRetrieval(
-  retriever: Retriever,
+  retriever: Pick<Retriever, 'retrieve'>,
   questions: readonly BenchmarkQuestion[],
   documentKeys: readonly string[],
   onProgress?: (done: number, total: number) => void,

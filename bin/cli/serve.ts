@@ -12,7 +12,11 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { parsePricesEnv, parseServingPattern } from '../../functions/_shared/env.js';
 import { errorResponse, errorResult, jsonResponse } from '../../functions/_shared/http.js';
 import { bindLocalQueues, localContext, s3Notification } from '../../functions/_shared/local.js';
-import { createLocalRuntime, type LocalRuntime } from '../../functions/_shared/runtime.js';
+import {
+  createLocalRuntime,
+  type LocalRuntime,
+  type Runtime,
+} from '../../functions/_shared/runtime.js';
 import { createDocumentsHandler } from '../../functions/documents/handler.js';
 import { createGenerateHandler, streamAnswer } from '../../functions/generate/handler.js';
 import { createSearchHandler } from '../../functions/search/handler.js';
@@ -23,6 +27,8 @@ import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store
 import { int, type OptionSpec, oneOf, parse, str } from './args.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';
+import { type AccessLogSink, fileSink, logAccess } from './serve-log.js';
+import { createWebApi, isWebPath, PATTERN_HEADER, sendWebFile, WEB_DIST_DIR } from './serve-web.js';
 
 /** Flags of `ai4rag serve`. */
 export const SERVE_OPTIONS: OptionSpec = {
@@ -32,6 +38,8 @@ export const SERVE_OPTIONS: OptionSpec = {
   'documents-dir': { type: 'string' },
   pattern: { type: 'string' },
   collection: { type: 'string' },
+  log: { type: 'boolean' },
+  'log-file': { type: 'string' },
   ...RERANK_OPTIONS,
   ...PRICES_OPTIONS,
 };
@@ -104,6 +112,10 @@ export interface ServeOptions {
   inMemory?: boolean;
   /** Where the collections live (`PGVECTOR_*` / `MILVUS_*` in `env` for a server). @default 'pglite' */
   store?: StoreKind;
+  /** Receives one access-log line per request (`serve --log`); none when absent. */
+  accessLog?: AccessLogSink;
+  /** Folder of the built web app. @default web/dist of the package */
+  webDir?: string;
 }
 
 /** A running server. */
@@ -222,10 +234,33 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   await bindLocalQueues(runtime);
   const prices = parsePricesEnv(options.env ?? {});
-  const handlers: Record<Exclude<Route['handler'], 'stream'>, ApiHandler> = {
-    search: createSearchHandler(runtime) as unknown as ApiHandler,
-    generate: createGenerateHandler(runtime, prices && { prices }) as unknown as ApiHandler,
-    documents: createDocumentsHandler(runtime) as unknown as ApiHandler,
+  type Handlers = Record<Exclude<Route['handler'], 'stream'>, ApiHandler>;
+  const handlersOf = (rt: Runtime): Handlers => ({
+    search: createSearchHandler(rt) as unknown as ApiHandler,
+    generate: createGenerateHandler(rt, prices && { prices }) as unknown as ApiHandler,
+    documents: createDocumentsHandler(rt) as unknown as ApiHandler,
+  });
+  const handlers = handlersOf(runtime);
+  const web = createWebApi({
+    runtime,
+    env: options.env ?? {},
+    store: storeLabel(options.store ?? 'pglite', options.env ?? {}),
+  });
+  const webDir = options.webDir ?? WEB_DIST_DIR;
+  // Query routes answered with an experiment's pattern (the web app's "serve this pattern"), per pattern.
+  const patternHandlers = new Map<string, Handlers>();
+  const authorized = (req: IncomingMessage, res: ServerResponse): boolean => {
+    const auth = req.headers.authorization ?? '';
+    const given = auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : '';
+    if (sameSecret(given, options.token)) return true;
+    send(res, {
+      statusCode: 401,
+      headers: { 'www-authenticate': 'Bearer' },
+      body: JSON.stringify({
+        error: { code: 'unauthorized', message: 'missing or wrong bearer token' },
+      }),
+    });
+    return false;
   };
   let baseUrl = '';
   const sign = (key: string, expires: number): string =>
@@ -288,12 +323,26 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   };
 
   const server = createServer((req, res) => {
+    if (options.accessLog !== undefined) logAccess(req, res, options.accessLog);
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const method = req.method ?? 'GET';
       try {
         if (method === 'PUT' && url.pathname.startsWith('/uploads/')) {
           return await handleUpload(url, req, res);
+        }
+        if ((method === 'GET' || method === 'HEAD') && isWebPath(url.pathname)) {
+          return await sendWebFile(res, webDir, url.pathname, method === 'HEAD');
+        }
+        if (
+          url.pathname === '/config' ||
+          url.pathname === '/collections' ||
+          url.pathname === '/experiments' ||
+          url.pathname.startsWith('/experiments/')
+        ) {
+          if (!authorized(req, res)) return;
+          const result = await web.handle(method, url.pathname, await readBody(req));
+          if (result !== undefined) return send(res, result);
         }
         const found = match(method, url.pathname);
         if (!found) {
@@ -322,23 +371,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
             }),
           );
         }
-        if (found.route.resource !== '/health') {
-          const auth = req.headers.authorization ?? '';
-          const given = auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : '';
-          if (!sameSecret(given, options.token)) {
-            return send(res, {
-              statusCode: 401,
-              headers: { 'www-authenticate': 'Bearer' },
-              body: JSON.stringify({
-                error: { code: 'unauthorized', message: 'missing or wrong bearer token' },
-              }),
-            });
-          }
-        }
+        if (found.route.resource !== '/health' && !authorized(req, res)) return;
         const body = await readBody(req);
+        // The documents routes always serve the knowledge base; the query routes may answer with a pattern.
+        const header = req.headers[PATTERN_HEADER];
+        const chosen =
+          found.route.handler === 'documents'
+            ? { runtime }
+            : await web.runtimeFor(Array.isArray(header) ? header[0] : header);
         if (found.route.handler === 'stream') {
           await streamAnswer(
-            runtime,
+            chosen.runtime,
             { body: body.toString('utf8'), isBase64Encoded: false },
             { write: (chunk) => res.write(chunk), end: () => res.end() },
             (statusCode, contentType) => {
@@ -353,7 +396,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           return;
         }
         const event = toProxyEvent(req, url, found.route.resource, found.pathParameters, body);
-        const result = (await handlers[found.route.handler](
+        let routeHandlers = handlers;
+        if (chosen.key !== undefined) {
+          routeHandlers = patternHandlers.get(chosen.key) ?? handlersOf(chosen.runtime);
+          patternHandlers.set(chosen.key, routeHandlers);
+        }
+        const result = (await routeHandlers[found.route.handler](
           event,
           localContext(found.route.handler),
         )) as APIGatewayProxyResult;
@@ -430,6 +478,9 @@ export async function runServe(
         `AI4RAG_STORE must be one of ${STORE_KINDS.join(', ')}; got "${fromEnv}"`,
       );
     }
+    if (p.values.log === true && str(p, 'log-file') !== undefined) {
+      throw new ValidationError('give --log (stderr) or --log-file FILE, not both');
+    }
     store = oneOf<StoreKind>(
       p,
       'store',
@@ -444,7 +495,11 @@ export async function runServe(
   const given = str(p, 'token') ?? ENV.AI4RAG_API_TOKEN;
   const token = given && given !== '' ? given : randomBytes(24).toString('base64url');
   const documentsDir = str(p, 'documents-dir');
+  const logFile = str(p, 'log-file');
+  const accessLog: AccessLogSink | undefined =
+    logFile !== undefined ? fileSink(resolve(logFile)) : p.values.log === true ? io.err : undefined;
   const running = await startServer({
+    ...(accessLog !== undefined && { accessLog }),
     dataDir: str(p, 'data-dir') ?? DEFAULT_DATA_DIR,
     host,
     port,
@@ -457,6 +512,8 @@ export async function runServe(
     `ai4rag API on ${running.url} (collection ${running.runtime.config.collection}, store ${storeLabel(store, ENV)})`,
   );
   if (!given) io.out(`token (generated): ${token}`);
+  // The token in the fragment: the browser keeps it and never sends it to the server in a URL.
+  io.out(`Web app: ${running.url}/#token=${encodeURIComponent(token)}`);
   io.out('Routes (Authorization: Bearer <token>, except /health):');
   for (const r of ROUTES) io.out(`  ${r.method.padEnd(6)} ${r.resource}`);
   io.out('  PUT    <url returned by POST /uploads>  (signed, no bearer)');

@@ -228,6 +228,50 @@ async function scifactQuality(
   }
 }
 
+/** Chunks each writer configuration ingests in {@link parallelWriters}. */
+const WRITER_CHUNKS = 8000;
+
+/**
+ * Ingest throughput of 1, 2 and 4 concurrent writers (each its own store and connections, as Lambda embed-batch
+ * workers are) into one fresh collection on the PostgreSQL server, with the BM25 statistics checked exact after.
+ */
+async function parallelWriters(
+  target: { label: string; open: () => Promise<SqlClient> },
+  embedder: Awaited<ReturnType<typeof createEmbedder>>,
+  sampler: ReturnType<typeof zipfSampler>,
+): Promise<void> {
+  const docs = documents(10_000_000, WRITER_CHUNKS, sampler);
+  let base = Number.NaN;
+  for (const writers of [1, 2, 4]) {
+    const name = `ai4rag_writers_${writers}_${Date.now().toString(36)}`;
+    const clients = await Promise.all(Array.from({ length: writers }, () => target.open()));
+    const stores = await Promise.all(
+      clients.map((client) => PgVectorStore.create({ client, embedder, collectionName: name })),
+    );
+    try {
+      const t0 = performance.now();
+      await Promise.all(
+        stores.map((store, w) =>
+          ingestDocuments(
+            docs.filter((_, i) => i % writers === w),
+            { store, chunking: CHUNKING, chunk: (doc) => chunker.chunk(doc), buildIndex: false },
+          ),
+        ),
+      );
+      const rate = WRITER_CHUNKS / ((performance.now() - t0) / 1000);
+      if (writers === 1) base = rate;
+      const stats = await (stores[0] as PgVectorStore).stats();
+      const integrity = await (stores[0] as PgVectorStore).checkIntegrity();
+      console.log(
+        `writers  ${target.label.padEnd(10)} ${writers} writer${writers > 1 ? 's' : ' '} ${WRITER_CHUNKS} chunks  ingest ${f(rate, 0).padStart(5)}/s (×${f(rate / base, 2)} one writer)  chunks stored ${stats.chunks}, consistent ${integrity.clean}`,
+      );
+    } finally {
+      await (stores[0] as PgVectorStore).drop().catch(() => undefined);
+      for (const store of stores) await store.close();
+    }
+  }
+}
+
 interface Row {
   store: string;
   chunks: number;
@@ -354,6 +398,8 @@ export async function runScale(argv: readonly string[]): Promise<void> {
         await store.close();
       }
     }
+    if (server)
+      await parallelWriters(targets.at(-1) as (typeof targets)[number], embedder, sampler);
   } finally {
     server?.stop();
   }

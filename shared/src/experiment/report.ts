@@ -1,16 +1,38 @@
 /**
- * The experiment report: one self-contained HTML document (inline CSS and SVG, no script, no external
- * resource) that can be mailed, archived or opened offline years later and still render the same. A
- * Content-Security-Policy meta tag forbids every fetch and script, so even a string that escaped escaping
- * could not run or phone home.
+ * The experiment report: one self-contained HTML document (inline CSS and SVG, one small inline script, no
+ * external resource) that can be mailed, archived or opened offline years later and still render the same. A
+ * Content-Security-Policy meta tag forbids every fetch and every script but the report's own (allowed by its
+ * SHA-256 hash), so even a string that escaped escaping could not run or phone home. The script only sorts and
+ * filters tables; with JavaScript off every table is plain, complete HTML.
  */
 
 import type { MetricScores } from '../evaluation/score.js';
-import { round4 } from '../evaluation/score.js';
-import type { ParameterEffect } from './leaderboard.js';
-import { parameterEffects } from './leaderboard.js';
+import { combinationKey } from '../optimizer/search-space.js';
+import type { Marginal, Marginals } from './report-effects.js';
+import { parameterApplies, parameterMarginals } from './report-effects.js';
+import {
+  type Axis,
+  abbr,
+  esc,
+  finite,
+  type HeadCell,
+  headLabel,
+  heads,
+  linear,
+  metricHead,
+  niceAxis,
+  num,
+  numCell,
+  orderMetrics,
+  px,
+  shorten,
+  svgOpen,
+  table,
+  tickText,
+} from './report-html.js';
+import { renderComparison, renderQuestions, type SettingDifference } from './report-questions.js';
+import { REPORT_SCRIPT, REPORT_SCRIPT_HASH } from './report-script.js';
 import type {
-  EvaluationRecord,
   LeaderboardEntry,
   PatternPayload,
   ReportData,
@@ -22,48 +44,40 @@ import type {
 /** How many of the best patterns the confidence-interval chart shows. */
 const CI_CHART_PATTERNS = 5;
 
-/** ai4rag's leaderboard order of metric columns after the optimization metric. */
-const METRIC_ORDER = ['answer_correctness', 'faithfulness', 'context_correctness'];
-
 /** Okabe–Ito colours: distinguishable with the common colour-vision deficiencies, dark enough on white. */
 const PALETTE = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#7a6500', '#56b4e9', '#000000'];
 
 const FAILED_COLOUR = '#b3261e';
 
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-/** Escapes text for element content and quoted attribute values alike. */
-function esc(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
-}
-
-/** A number with at most 4 decimals (Python-style rounding, as the metrics), or `n/a`. */
-function num(value: number | null | undefined): string {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return 'n/a';
-  const r = round4(value);
-  return r === null ? 'n/a' : String(r === 0 ? 0 : r);
-}
-
-/** An SVG coordinate: 2 decimals are far below a pixel and keep the markup short. */
-function px(value: number): string {
-  return String(Number(value.toFixed(2)));
-}
-
-function finite(value: number | null | undefined): value is number {
-  return typeof value === 'number' && Number.isFinite(value);
-}
+/** The report's Content-Security-Policy: nothing may load; inline styles and the report script may run. */
+export const REPORT_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src ${REPORT_SCRIPT_HASH}; base-uri 'none'; form-action 'none'`;
 
 /** `0.612 [0.55, 0.67]`; `n/a` for a missing mean, `[n/a]` for a missing interval. */
 function metricText(scores: MetricScores | undefined): string {
   if (scores === undefined || !finite(scores.mean)) return 'n/a';
   if (!finite(scores.ci_low) && !finite(scores.ci_high)) return `${num(scores.mean)} [n/a]`;
   return `${num(scores.mean)} [${num(scores.ci_low)}, ${num(scores.ci_high)}]`;
+}
+
+/** A metric cell: the mean, and its interval on a second, smaller line (same text as {@link metricText}). */
+function metricCell(scores: MetricScores | undefined): string {
+  const text = metricText(scores);
+  const cut = text.indexOf(' [');
+  if (cut === -1) return numCell(scores?.mean, esc(text));
+  return numCell(
+    scores?.mean,
+    `${esc(text.slice(0, cut))} <span class="ci">${esc(text.slice(cut + 1))}</span>`,
+  );
+}
+
+/** The score cell: the score in bold with the optimization metric's interval below it. */
+function scoreCell(score: number, scores: MetricScores | undefined): string {
+  const ci = scores === undefined ? '' : metricText({ ...scores, mean: score });
+  const cut = ci.indexOf(' [');
+  return numCell(
+    score,
+    `<strong>${esc(num(score))}</strong>${cut === -1 ? '' : ` <span class="ci">${esc(ci.slice(cut + 1))}</span>`}`,
+  );
 }
 
 /** Any config or settings value as text (models by `modelId`, `''` as `(none)`). */
@@ -84,19 +98,10 @@ function metricScores(pattern: PatternPayload, name: string): MetricScores | und
 
 /** Metric names across patterns: the optimization metric, then ai4rag's trio, then the rest as found. */
 function metricNames(patterns: readonly PatternPayload[], optimizationMetric: string): string[] {
-  const found: string[] = [];
-  for (const p of patterns) {
-    for (const m of p.evaluation.metrics) if (!found.includes(m.name)) found.push(m.name);
-  }
-  const rank = (name: string): number => {
-    if (name === optimizationMetric) return 0;
-    const i = METRIC_ORDER.indexOf(name);
-    return i === -1 ? METRIC_ORDER.length + 1 : i + 1;
-  };
-  return found
-    .map((name, index) => ({ name, index }))
-    .sort((a, b) => rank(a.name) - rank(b.name) || a.index - b.index)
-    .map((m) => m.name);
+  return orderMetrics(
+    patterns.flatMap((p) => p.evaluation.metrics.map((m) => m.name)),
+    optimizationMetric,
+  );
 }
 
 function formatDate(iso: string): string {
@@ -108,7 +113,8 @@ function formatDate(iso: string): string {
 const CSS = `
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
-body { margin: 0 auto; max-width: 1200px; padding: 1.5rem; color: #1b1f24; background: #fff;
+[hidden] { display: none !important; }
+body { margin: 0 auto; max-width: 1320px; padding: 1.5rem; color: #1b1f24; background: #fff;
   font: 15px/1.5 system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif; }
 h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
 h2 { font-size: 1.25rem; margin: 2rem 0 .5rem; padding-bottom: .25rem; border-bottom: 2px solid #d0d7de; }
@@ -120,21 +126,54 @@ p.note, figcaption, .muted { color: #4a5563; }
 .facts dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
 .card { border: 2px solid #0072b2; border-radius: 8px; padding: .5rem 1rem 1rem; background: #f5f9fc; }
 .card-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 1rem; }
-.wrap { overflow-x: auto; }
-table { border-collapse: collapse; margin: .5rem 0; font-size: .9rem; }
-th, td { border: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left; vertical-align: top; }
-thead th { background: #eaeef2; }
+.wrap { max-width: 100%; overflow-x: auto; }
+table { border-collapse: collapse; margin: .5rem 0; font-size: .875rem; width: 100%; }
+caption { text-align: left; color: #4a5563; padding-bottom: .25rem; }
+th, td { border: 1px solid #d0d7de; padding: .3rem .4rem; text-align: left; vertical-align: top; overflow-wrap: break-word; }
+thead th { background: #eaeef2; vertical-align: bottom; font-size: .8125rem; }
+thead th[title] { text-decoration: underline dotted; }
 tbody th { background: #f6f8fa; font-weight: 600; }
 tbody tr:nth-child(even) td { background: #fafbfc; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
+td.num .ci { display: block; font-size: .75rem; color: #4a5563; }
+td span[title] { text-decoration: underline dotted #8c959f; }
 tr.best td, tr.best th { background: #e6f1fa; }
-td.text { white-space: pre-wrap; overflow-wrap: anywhere; min-width: 14rem; max-width: 32rem; }
+#leaderboard, #trials-table { font-size: .8125rem; }
+td.text { white-space: pre-wrap; overflow-wrap: anywhere; min-width: 9rem; }
+td.text ul { margin: 0; padding-left: 1.1rem; white-space: normal; }
 .error, td.error { color: ${FAILED_COLOUR}; }
 .level-warning { color: #7a4b00; font-weight: 600; }
 .level-error { color: ${FAILED_COLOUR}; font-weight: 600; }
+button.sort { all: unset; cursor: pointer; display: block; width: 100%; }
+button.sort:focus-visible { outline: 2px solid #0072b2; outline-offset: 2px; }
+th[aria-sort] button.sort::after { content: ' ▲'; font-size: .7rem; }
+th[aria-sort="descending"] button.sort::after { content: ' ▼'; }
+.table-tools { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; margin: .5rem 0 0; font-size: .9rem; }
+.table-tools input { width: 22rem; max-width: 100%; font: inherit; padding: .2rem .4rem; }
+.table-tools select { font: inherit; }
+.legend { list-style: none; padding: 0; margin: .5rem 0; font-size: .875rem; }
+.legend li { margin: .15rem 0; }
+.swatch { display: inline-block; width: 1.6em; height: 1em; vertical-align: -.15em; margin-right: .4em; border: 1px solid #8c959f; }
+tbody tr.flag-wrong > td, tbody tr.flag-wrong > th, .swatch.flag-wrong { background: #fdecea; }
+tbody tr.flag-unanswerable-answered > td, tbody tr.flag-unanswerable-answered > th, .swatch.flag-unanswerable-answered { background: #fff3cd; }
+tbody tr.flag-failed > td, tbody tr.flag-failed > th, .swatch.flag-failed { background: #eeeff1; }
+.swatch.flag-wrong, tbody tr.flag-wrong > th:first-child { border-left: 5px solid #b3261e; }
+.swatch.flag-unanswerable-answered, tbody tr.flag-unanswerable-answered > th:first-child { border-left: 5px solid #9a6700; }
+.swatch.flag-failed, tbody tr.flag-failed > th:first-child { border-left: 5px solid #57606a; }
+#question-table td.text { width: 14%; }
+#question-table td.text:nth-of-type(2) { width: 30%; }
+#compare-table td.text { width: 27%; }
+#compare-table td.text:nth-of-type(1) { width: 18%; }
+tbody th .badge { display: block; width: max-content; max-width: 6rem; white-space: normal; font-size: .7rem; font-weight: 400; }
+.badge { display: inline-block; border: 1px solid currentColor; border-radius: 3px; padding: 0 .25rem; margin: .1rem 0; }
+td.low { color: ${FAILED_COLOUR}; font-weight: 700; }
+#compare-table tbody td.differs, .swatch.differs { background: #fff3cd; }
+#compare-table tbody td.better, .swatch.better { background: #dff3e4; font-weight: 700; }
 figure { margin: 1rem 0; }
 svg { max-width: 100%; height: auto; font-family: inherit; }
-.effects { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 0 1rem; }
+.effects { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 0 1.5rem; }
+.effects figure { margin: .5rem 0; }
+.effects figcaption { font-size: .8rem; }
 details { margin: .5rem 0; }
 summary { cursor: pointer; font-weight: 600; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f8fa; padding: .5rem; border-radius: 4px; }
@@ -142,23 +181,11 @@ footer { margin-top: 2rem; font-size: .8rem; color: #4a5563; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11px; }
   .wrap { overflow: visible; }
+  .table-tools { display: none !important; }
   tr, figure, .card { break-inside: avoid; }
   h2 { break-after: avoid; }
 }
 `;
-
-function table(
-  caption: string,
-  head: readonly string[],
-  rows: readonly string[],
-  attrs = '',
-): string {
-  return (
-    `<div class="wrap"><table${attrs}><caption>${esc(caption)}</caption>` +
-    `<thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead>` +
-    `<tbody>${rows.join('')}</tbody></table></div>`
-  );
-}
 
 /** Tokens of a summary as text, e.g. `1,234 (1,000 prompt + 234 completion)`; `–` without one. */
 function tokensText(u: UsageSummary | undefined): string {
@@ -280,6 +307,108 @@ function renderBest(data: ReportData, best: LeaderboardEntry | undefined): strin
   );
 }
 
+/** One configuration column of the leaderboard: its cell for a pattern, shown only when patterns differ in it. */
+interface ConfigColumn {
+  head: string;
+  /** The parameter behind an abbreviated head, as a header tooltip. */
+  title?: string;
+  /** The parameter's name where the "same in every pattern" line names it. */
+  name: string;
+  /** Plain text of the value (compared to decide whether the column varies; shown above when it does not). */
+  text: (s: PatternPayload['settings']) => string;
+  /** The cell's content (escaped); defaults to the text. */
+  html?: (s: PatternPayload['settings']) => string;
+  /** A numeric sort key. */
+  value?: (s: PatternPayload['settings']) => number | undefined;
+}
+
+/** The ranker of a hybrid search as one value (`rrf k=60`, `weighted α=0.5`); `–` without one. */
+function rankerText(s: PatternPayload['settings']): string {
+  const r = s.retrieval;
+  if (r.search_mode !== 'hybrid' || r.ranker_strategy === undefined || r.ranker_strategy === '')
+    return '–';
+  if (r.ranker_strategy === 'rrf' && r.ranker_k !== undefined) return `rrf k=${r.ranker_k}`;
+  if (r.ranker_strategy === 'weighted' && r.ranker_alpha !== undefined)
+    return `weighted α=${num(r.ranker_alpha)}`;
+  return r.ranker_strategy;
+}
+
+const CONFIG_COLUMNS: readonly ConfigColumn[] = [
+  {
+    head: 'Chunking',
+    title: 'chunking_method',
+    name: 'chunking_method',
+    text: (s) => s.chunking.method,
+  },
+  {
+    head: 'Chunk size',
+    title: 'chunk_size',
+    name: 'chunk_size',
+    text: (s) => String(s.chunking.chunk_size),
+    value: (s) => s.chunking.chunk_size,
+  },
+  {
+    head: 'Overlap',
+    title: 'chunk_overlap (hybrid chunking has none)',
+    name: 'chunk_overlap',
+    text: (s) => (s.chunking.method === 'hybrid' ? '–' : String(s.chunking.chunk_overlap)),
+    value: (s) => (s.chunking.method === 'hybrid' ? undefined : s.chunking.chunk_overlap),
+  },
+  {
+    head: 'Embedding',
+    title: 'embedding_model',
+    name: 'embedding_model',
+    text: (s) => s.embedding.model_id,
+    html: (s) => abbr(s.embedding.model_id),
+  },
+  {
+    head: 'Retrieval',
+    title: 'retrieval_method (window_size)',
+    name: 'retrieval_method',
+    text: (s) =>
+      s.retrieval.method === 'window' && s.retrieval.window_size !== undefined
+        ? `window ${s.retrieval.window_size}`
+        : s.retrieval.method,
+  },
+  {
+    head: 'Chunks',
+    title: 'number_of_chunks',
+    name: 'number_of_chunks',
+    text: (s) => String(s.retrieval.number_of_chunks),
+    value: (s) => s.retrieval.number_of_chunks,
+  },
+  {
+    head: 'Search',
+    title: 'search_mode',
+    name: 'search_mode',
+    text: (s) => s.retrieval.search_mode,
+  },
+  {
+    head: 'Ranker',
+    title: 'ranker_strategy, ranker_k, ranker_alpha',
+    name: 'ranker',
+    text: rankerText,
+  },
+  {
+    head: 'Reranker',
+    name: 'reranker',
+    text: rerankerText,
+    html: (s) => abbr(rerankerText(s), 32),
+  },
+  {
+    head: 'Query transform',
+    name: 'query_transform',
+    text: (s) => s.retrieval.query_transform ?? 'none',
+  },
+  {
+    head: 'Model',
+    title: 'foundation_model',
+    name: 'foundation_model',
+    text: (s) => s.generation.model_id,
+    html: (s) => abbr(s.generation.model_id),
+  },
+];
+
 function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[]): string {
   if (entries.length === 0) {
     return `<section id="leaderboard-section"><h2>Leaderboard</h2><p>No successful trials, so there is no leaderboard.</p></section>`;
@@ -288,103 +417,103 @@ function renderLeaderboard(data: ReportData, entries: readonly LeaderboardEntry[
     entries.map((e) => e.pattern),
     data.optimization_metric,
   );
-  const reranked = entries.some((e) => e.pattern.settings.retrieval.reranker !== undefined);
-  const transformed = entries.some(
-    (e) => e.pattern.settings.retrieval.query_transform !== undefined,
-  );
-  const configHead = [
-    'Chunking method',
-    'Chunk size',
-    'Chunk overlap',
-    'Embedding model',
-    'Retrieval method',
-    'number_of_chunks',
-    'search_mode',
-    'Ranker strategy',
-    'Ranker k',
-    'Ranker alpha',
-    // Only when some pattern reranks, so reports of experiments without reranking keep their columns.
-    ...(reranked ? ['Reranker'] : []),
-    // Likewise only when some pattern transforms its queries.
-    ...(transformed ? ['Query transform'] : []),
-    'Foundation model',
-  ];
+  // Only the settings the patterns differ in get a column; the others are listed once above the table.
+  const varying: ConfigColumn[] = [];
+  const same: string[] = [];
+  for (const c of CONFIG_COLUMNS) {
+    const texts = new Set(entries.map((e) => c.text(e.pattern.settings)));
+    if (texts.size > 1) varying.push(c);
+    else {
+      const only = [...texts][0] as string;
+      // Reranker and query transform are mentioned only when used.
+      if (
+        (c.head === 'Reranker' || c.head === 'Query transform') &&
+        (only === 'none' || only === '–')
+      )
+        continue;
+      if (only !== '–') same.push(`${c.name} ${only}`);
+    }
+  }
   // Only when the trials recorded tokens, so reports of older experiments keep their columns.
   const withUsage = entries.some((e) => e.usage !== undefined);
-  const head = [
-    'Rank',
-    'Pattern',
-    `Score (${data.optimization_metric})`,
-    ...metrics.map((m) => `${m} mean [95% CI]`),
-    ...configHead,
-    ...(withUsage ? ['Tokens', 'Cost (USD)'] : []),
+  const withCost = entries.some((e) => e.usage?.cost_usd !== undefined);
+  // The score is the optimization metric's mean: its column shows that metric, the others follow.
+  const others = metrics.filter((m) => m !== data.optimization_metric);
+  const head: HeadCell[] = [
+    ...heads(['Rank', 'Pattern']),
+    {
+      html: `Score <span class="muted">(${headLabel(data.optimization_metric)})</span>`,
+      title: data.optimization_metric,
+    },
+    ...others.map((m) => metricHead(m)),
+    ...varying.map((c) => ({
+      html: esc(c.head),
+      ...(c.title !== undefined && { title: c.title }),
+    })),
+    ...(withUsage ? heads(['Tokens']) : []),
+    ...(withCost ? heads(['Cost (USD)']) : []),
   ];
   const rows = entries.map((e, i) => {
     const s = e.pattern.settings;
-    const config = [
-      s.chunking.method,
-      s.chunking.chunk_size,
-      s.chunking.chunk_overlap,
-      s.embedding.model_id,
-      s.retrieval.method,
-      s.retrieval.number_of_chunks,
-      s.retrieval.search_mode,
-      s.retrieval.ranker_strategy,
-      s.retrieval.ranker_k,
-      s.retrieval.ranker_alpha,
-      ...(reranked ? [rerankerText(s)] : []),
-      ...(transformed ? [s.retrieval.query_transform ?? 'none'] : []),
-      s.generation.model_id,
-    ];
     return (
-      `<tr${i === 0 ? ' class="best"' : ''} data-pattern="${esc(e.pattern_name)}">` +
-      `<td class="num">${esc(e.rank)}</td><th scope="row">${esc(e.pattern_name)}</th>` +
-      `<td class="num"><strong>${esc(num(e.score))}</strong></td>` +
-      metrics
-        .map((m) => `<td class="num">${esc(metricText(metricScores(e.pattern, m)))}</td>`)
+      `<tr${i === 0 ? ' class="best"' : ''} data-pattern="${esc(e.pattern_name)}"${e.cached === true ? ' data-flags="cached"' : ''}>` +
+      numCell(e.rank) +
+      `<th scope="row">${esc(e.pattern_name)}</th>` +
+      scoreCell(e.score, metricScores(e.pattern, data.optimization_metric)) +
+      others.map((m) => metricCell(metricScores(e.pattern, m))).join('') +
+      varying
+        .map((c) => {
+          const html = c.html === undefined ? esc(c.text(s)) : c.html(s);
+          return c.value === undefined ? `<td>${html}</td>` : numCell(c.value(s), html);
+        })
         .join('') +
-      config
-        .map((v) => `<td${typeof v === 'number' ? ' class="num"' : ''}>${esc(valueText(v))}</td>`)
-        .join('') +
-      (withUsage ? usageCells(e.usage, e.cached === true) : '') +
+      (withUsage ? tokensCell(e.usage, e.cached === true) : '') +
+      (withCost ? numCell(e.usage?.cost_usd, esc(usdText(e.usage?.cost_usd))) : '') +
       `</tr>`
     );
   });
+  const cached = entries.filter((e) => e.cached === true).length;
   return (
     `<section id="leaderboard-section"><h2>Leaderboard</h2>` +
+    (same.length === 0
+      ? ''
+      : `<p id="leaderboard-same" class="note">Same in every pattern: ${same.map((x) => abbr(x, 60)).join(' · ')}.</p>`) +
     table(
-      `Successful patterns, best ${data.optimization_metric} first (ties: earlier iteration first).`,
+      `Successful patterns, best ${data.optimization_metric} first (ties: earlier iteration first). ` +
+        'Metrics: mean, with the 95% confidence interval below it.' +
+        (cached > 0 ? ` ${cached} from the result cache.` : ''),
       head,
       rows,
-      ' id="leaderboard"',
+      { id: 'leaderboard', sortable: true, filter: 'e.g. hybrid rrf, 1024, Pattern3' },
     ) +
     `</section>`
   );
 }
 
-type Scale = (v: number) => number;
-
-function linear(d0: number, d1: number, r0: number, r1: number): Scale {
-  const span = d1 - d0 || 1;
-  return (v: number) => r0 + ((v - d0) / span) * (r1 - r0);
-}
-
-function ticks(lo: number, hi: number, count: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i <= count; i++) out.push(lo + ((hi - lo) * i) / count);
-  return out;
-}
-
-function svgOpen(id: string, width: number, height: number, title: string, desc: string): string {
-  return (
-    `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" ` +
-    `aria-labelledby="${id}-title ${id}-desc"><title id="${id}-title">${esc(title)}</title>` +
-    `<desc id="${id}-desc">${esc(desc)}</desc>`
-  );
-}
-
 function isFailed(t: TrialRecord): boolean {
   return !finite(t.score) || t.error !== undefined;
+}
+
+/** Horizontal grid lines with labels on the left, for a vertical score axis. */
+function yGrid(axis: Axis, y: (v: number) => number, x0: number, x1: number): string {
+  return axis.ticks
+    .map(
+      (v) =>
+        `<line x1="${x0}" x2="${x1}" y1="${px(y(v))}" y2="${px(y(v))}" stroke="#d0d7de"/>` +
+        `<text x="${x0 - 6}" y="${px(y(v) + 4)}" text-anchor="end" font-size="11" fill="#4a5563">${esc(tickText(axis, v))}</text>`,
+    )
+    .join('');
+}
+
+/** Vertical grid lines with labels below, for a horizontal score axis. */
+function xGrid(axis: Axis, x: (v: number) => number, y0: number, y1: number): string {
+  return axis.ticks
+    .map(
+      (v) =>
+        `<line x1="${px(x(v))}" x2="${px(x(v))}" y1="${y0}" y2="${y1}" stroke="#d0d7de" stroke-dasharray="3 3"/>` +
+        `<text x="${px(x(v))}" y="${y1 + 14}" text-anchor="middle" font-size="11" fill="#4a5563">${esc(tickText(axis, v))}</text>`,
+    )
+    .join('');
 }
 
 function renderTrialChart(data: ReportData): string {
@@ -406,17 +535,11 @@ function renderTrialChart(data: ReportData): string {
     x1 += 1;
   }
   const scores = trials.filter((t) => !isFailed(t)).map((t) => t.score as number);
-  const y0 = Math.min(0, ...scores);
-  const y1 = Math.max(1, ...scores);
+  // The axis spans the observed scores (padded), so trials 0.82 and 0.88 are visibly apart.
+  const axis = niceAxis(scores, [0, 1]);
   const x = linear(x0, x1, m.l + 10, W - m.r - 10);
-  const y = linear(y0, y1, H - m.b, m.t);
-  const parts: string[] = [];
-  for (const v of ticks(y0, y1, 4)) {
-    parts.push(
-      `<line x1="${m.l}" x2="${W - m.r}" y1="${px(y(v))}" y2="${px(y(v))}" stroke="#d0d7de"/>` +
-        `<text x="${m.l - 6}" y="${px(y(v) + 4)}" text-anchor="end" font-size="11" fill="#4a5563">${esc(num(v))}</text>`,
-    );
-  }
+  const y = linear(axis.lo, axis.hi, H - m.b, m.t);
+  const parts: string[] = [yGrid(axis, y, m.l, W - m.r)];
   const distinct = [...new Set(its)];
   const step = Math.max(1, Math.ceil(distinct.length / 12));
   distinct.forEach((it, i) => {
@@ -471,56 +594,78 @@ function renderTrialChart(data: ReportData): string {
       W,
       H,
       `${data.optimization_metric} per trial`,
-      `${trials.length} trials by iteration; ${failed} failed; best score ${num(best)}.`,
+      `${trials.length} trials by iteration; ${failed} failed; best score ${num(best)}; score axis ${tickText(axis, axis.lo)} to ${tickText(axis, axis.hi)}.`,
     ) +
     parts.join('') +
     `</svg><figcaption>Dots: evaluated trials (hollow: result taken from the cache). ` +
     `Blue steps: best score so far. <span class="error">×</span> on the axis: failed trial. ` +
+    `The score axis spans the observed scores (${esc(tickText(axis, axis.lo))} to ${esc(tickText(axis, axis.hi))}), not 0 to 1. ` +
     `The values are listed in the trial table below.</figcaption></figure>${renderTrialTable(trials)}</section>`
   );
 }
 
+/** A configuration as `name=value` pairs, leaving out the parameters that do not apply to it. */
 function configText(config: Record<string, unknown>): string {
   return Object.entries(config)
+    .filter(([k]) => parameterApplies(k, config))
     .map(([k, v]) => `${k}=${valueText(v)}`)
     .join(', ');
 }
 
-/** Tokens and cost cells of a trial; a cached trial's are what its original evaluation cost, marked so. */
-function usageCells(usage: UsageSummary | undefined, cached: boolean): string {
-  const mark = usage !== undefined && cached ? ' (cached, not spent again)' : '';
-  return (
-    `<td class="num">${esc(usage === undefined ? '–' : (usage.prompt_tokens + usage.completion_tokens).toLocaleString('en-US'))}${esc(mark)}</td>` +
-    `<td class="num">${esc(usdText(usage?.cost_usd))}</td>`
-  );
+/** The tokens cell of a trial; a cached trial's are what its original evaluation cost, marked so. */
+function tokensCell(usage: UsageSummary | undefined, cached: boolean): string {
+  const total = usage === undefined ? undefined : usage.prompt_tokens + usage.completion_tokens;
+  const mark =
+    usage !== undefined && cached
+      ? ' <span class="muted" title="cached: what the original evaluation cost; not spent again">(cached)</span>'
+      : '';
+  return numCell(total, `${esc(total === undefined ? '–' : total.toLocaleString('en-US'))}${mark}`);
 }
 
 function renderTrialTable(trials: readonly TrialRecord[]): string {
   const withUsage = trials.some((t) => t.usage !== undefined);
+  const withCost = trials.some((t) => t.usage?.cost_usd !== undefined);
   const rows = trials.map((t) => {
     const status = isFailed(t) ? 'failed' : t.cached === true ? 'cached' : 'evaluated';
     return (
-      `<tr><td class="num">${esc(t.iteration)}</td><th scope="row">${esc(t.pattern_name)}</th>` +
-      `<td class="num">${esc(num(t.score))}</td><td${status === 'failed' ? ' class="error"' : ''}>${status}</td>` +
-      `<td class="num">${esc(num(t.duration_seconds))}</td>` +
-      (withUsage ? usageCells(t.usage, t.cached === true) : '') +
-      `<td>${esc(configText(t.config))}</td></tr>`
+      `<tr data-flags="${status}">${numCell(t.iteration)}<th scope="row">${esc(t.pattern_name)}</th>` +
+      numCell(t.score) +
+      `<td${status === 'failed' ? ' class="error"' : ''}>${status}</td>` +
+      numCell(t.duration_seconds) +
+      (withUsage ? tokensCell(t.usage, t.cached === true) : '') +
+      (withCost ? numCell(t.usage?.cost_usd, esc(usdText(t.usage?.cost_usd))) : '') +
+      `<td title="${esc(
+        Object.entries(t.config)
+          .map(([k, v]) => `${k}=${valueText(v)}`)
+          .join(', '),
+      )}">${esc(configText(t.config))}</td></tr>`
     );
   });
   return (
     `<details id="trial-table"><summary>All trials (${trials.length})</summary>` +
     table(
-      'Every trial in iteration order',
+      'Every trial in iteration order (configurations without the parameters that do not apply to them)',
       [
         'Iteration',
         'Pattern',
         'Score',
         'Status',
         'Duration (s)',
-        ...(withUsage ? ['Tokens', 'Cost (USD)'] : []),
+        ...(withUsage ? ['Tokens'] : []),
+        ...(withCost ? ['Cost (USD)'] : []),
         'Configuration',
       ],
       rows,
+      {
+        id: 'trials-table',
+        sortable: true,
+        filter: 'e.g. chunk_size=1024',
+        flags: [
+          ['evaluated', 'evaluated'],
+          ['cached', 'cached'],
+          ['failed', 'failed'],
+        ],
+      },
     ) +
     `</details>`
   );
@@ -567,7 +712,7 @@ function renderUsage(data: ReportData): string {
   ];
   return (
     `<section id="usage">${heading}` +
-    table('Experiment totals', ['', 'Tokens', 'Cost (USD)'], totals, ' id="usage-totals"') +
+    table('Experiment totals', ['', 'Tokens', 'Cost (USD)'], totals, { id: 'usage-totals' }) +
     table(
       'Tokens per model and role',
       [
@@ -581,7 +726,7 @@ function renderUsage(data: ReportData): string {
         'Note',
       ],
       [...usageRows(usage.spent, 'spent'), ...usageRows(usage.cached, 'cached')],
-      ' id="usage-models"',
+      { id: 'usage-models' },
     ) +
     `<p class="note">${notes.map(esc).join(' ')}</p></section>`
   );
@@ -603,15 +748,14 @@ function renderCiChart(data: ReportData, entries: readonly LeaderboardEntry[]): 
       return s === undefined ? [] : [s.mean, s.ci_low, s.ci_high].filter(finite);
     }),
   );
-  const d0 = Math.min(0, ...values);
-  const d1 = Math.max(1, ...values);
+  const axis = niceAxis(values, [0, 1]);
   const W = 760;
   const labelW = 190;
   const valueW = 150;
   const rowH = 18;
   const groupGap = 12;
   const axisH = 28;
-  const x = linear(d0, d1, labelW, W - valueW);
+  const x = linear(axis.lo, axis.hi, labelW, W - valueW);
   const parts: string[] = [];
   let yPos = 8;
   for (const e of top) {
@@ -648,14 +792,6 @@ function renderCiChart(data: ReportData, entries: readonly LeaderboardEntry[]): 
     yPos += groupGap;
   }
   const plotBottom = yPos;
-  // Grid lines are drawn first so the interval bars stay on top of them.
-  const grid: string[] = [];
-  for (const v of ticks(d0, d1, 4)) {
-    grid.push(
-      `<line x1="${px(x(v))}" x2="${px(x(v))}" y1="4" y2="${plotBottom}" stroke="#d0d7de" stroke-dasharray="3 3"/>` +
-        `<text x="${px(x(v))}" y="${plotBottom + 16}" text-anchor="middle" font-size="11" fill="#4a5563">${esc(num(v))}</text>`,
-    );
-  }
   const H = plotBottom + axisH;
   return (
     `<section id="ci-chart">${heading}<figure>` +
@@ -664,47 +800,43 @@ function renderCiChart(data: ReportData, entries: readonly LeaderboardEntry[]): 
       W,
       H,
       `Metric means with 95% confidence intervals, top ${top.length} patterns`,
-      'For each pattern and metric: a dot at the mean and a bar from the lower to the upper bound.',
+      `For each pattern and metric: a dot at the mean and a bar from the lower to the upper bound; axis ${tickText(axis, axis.lo)} to ${tickText(axis, axis.hi)}.`,
     ) +
-    grid.join('') +
+    // Grid lines are drawn first so the interval bars stay on top of them.
+    xGrid(axis, x, 4, plotBottom) +
     parts.join('') +
-    `</svg><figcaption>Dot: mean; bar: 95% bootstrap confidence interval. Overlapping intervals mean ` +
+    `</svg><figcaption>Dot: mean; bar: 95% bootstrap confidence interval; the axis spans the values shown ` +
+    `(${esc(tickText(axis, axis.lo))} to ${esc(tickText(axis, axis.hi))}). Overlapping intervals mean ` +
     `the benchmark cannot tell those patterns apart.</figcaption></figure></section>`
   );
 }
 
-/** Keeps chart labels inside their column; the full text stays in the element's `<title>`. */
-function shorten(text: string, max = 46): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-
-function renderEffect(effect: ParameterEffect, index: number): string {
+function renderEffect(effect: Marginal, index: number, axis: Axis, overall: number): string {
   // Model ids are long: size the label column to the longest label (about 6.2 px per 11 px glyph).
-  const labels = effect.values.map((v) => shorten(v.value === '' ? '(none)' : v.value));
+  const labels = effect.values.map((v) => shorten(v.value === '' ? '(none)' : v.value, 40));
   const labelW = Math.round(
-    Math.min(300, Math.max(60, Math.max(...labels.map((l) => l.length)) * 6.2 + 14)),
+    Math.min(260, Math.max(60, Math.max(...labels.map((l) => l.length)) * 6.2 + 14)),
   );
-  const valueW = 110;
-  const W = labelW + 240 + valueW;
+  const valueW = 124;
+  const plotW = 230;
+  const W = labelW + plotW + valueW;
   const rowH = 22;
   const top = 6;
-  const means = effect.values.map((v) => v.meanScore).filter(finite);
-  const d0 = Math.min(0, ...means);
-  const d1 = Math.max(1, ...means);
-  const x = linear(d0, d1, labelW, W - valueW);
-  const H = top + effect.values.length * rowH + 8;
+  const x = linear(axis.lo, axis.hi, labelW, labelW + plotW);
+  const plotBottom = top + effect.values.length * rowH;
+  const H = plotBottom + 20;
   const bars = effect.values.map((v, i) => {
     const yTop = top + i * rowH;
-    const from = x(Math.min(0, v.meanScore));
-    const to = x(Math.max(0, v.meanScore));
     const shown = v.value === '' ? '(none)' : v.value;
+    const cachedNote = v.cached > 0 ? `, ${v.cached} cached` : '';
     return (
-      `<g><title>${esc(`${effect.parameter} = ${shown}: mean ${num(v.meanScore)} over ${v.trials} trials`)}</title>` +
+      `<g><title>${esc(`${effect.parameter} = ${shown}: mean ${num(v.meanScore)} over ${v.trials} trial(s)${cachedNote}`)}</title>` +
       `<text x="${labelW - 6}" y="${yTop + 15}" text-anchor="end" font-size="11" fill="#1b1f24">${esc(labels[i])}</text>` +
-      `<rect x="${px(from)}" y="${yTop + 3}" width="${px(Math.max(to - from, 1))}" height="${rowH - 6}" fill="${PALETTE[0]}"/>` +
-      `<text x="${W - valueW + 6}" y="${yTop + 15}" font-size="11" fill="#1b1f24">${esc(`${num(v.meanScore)} (n=${v.trials})`)}</text></g>`
+      `<rect x="${labelW}" y="${yTop + 3}" width="${px(Math.max(x(v.meanScore) - labelW, 1))}" height="${rowH - 6}" fill="${PALETTE[0]}"/>` +
+      `<text x="${W - valueW + 6}" y="${yTop + 15}" font-size="11" fill="#1b1f24">${esc(`${num(v.meanScore)} (n=${v.trials}${cachedNote})`)}</text></g>`
     );
   });
+  const mean = px(x(overall));
   return (
     `<figure><h3>${esc(effect.parameter)} <span class="muted">· spread ${esc(num(effect.spread))}</span></h3>` +
     svgOpen(
@@ -712,77 +844,109 @@ function renderEffect(effect: ParameterEffect, index: number): string {
       W,
       H,
       `Mean score per ${effect.parameter} value`,
-      `${effect.values.length} values; spread between best and worst mean ${num(effect.spread)}.`,
+      `${effect.values.length} values over ${effect.trials} trials; spread between best and worst mean ${num(effect.spread)}; bars start at ${tickText(axis, axis.lo)}.`,
     ) +
-    `<line x1="${px(x(0))}" x2="${px(x(0))}" y1="${top}" y2="${H - 8}" stroke="#57606a"/>` +
+    xGrid(axis, x, top, plotBottom) +
     bars.join('') +
-    `</svg></figure>`
+    `<line x1="${labelW}" x2="${labelW}" y1="${top}" y2="${plotBottom}" stroke="#57606a"/>` +
+    `<line class="overall" x1="${mean}" x2="${mean}" y1="${top}" y2="${plotBottom}" stroke="${PALETTE[1]}" stroke-width="1.5" stroke-dasharray="4 2"><title>${esc(`mean of all counted trials: ${num(overall)}`)}</title></line>` +
+    `</svg><figcaption>Over ${effect.trials} trial(s)${effect.condition === undefined ? '' : ` where ${esc(effect.condition)}`}.</figcaption></figure>`
   );
+}
+
+function conditionText(p: { condition?: string }): string {
+  return p.condition === undefined ? '' : ` where ${p.condition}`;
 }
 
 function renderEffects(data: ReportData): string {
-  const effects = parameterEffects(data.trials);
+  const marginals: Marginals = parameterMarginals(data.trials);
   const heading = `<h2>Parameter effects</h2>`;
-  if (effects.length === 0) {
+  if (marginals.trials === 0) {
+    return `<section id="effects">${heading}<p>No successful trials, so there are no parameter effects.</p></section>`;
+  }
+  const counted =
+    `Counted: ${marginals.trials} successful trial(s), one per distinct configuration` +
+    (marginals.cached > 0
+      ? `, ${marginals.cached} of them answered from the result cache (an earlier evaluation of the same configuration; its score counts like any other)`
+      : '') +
+    (marginals.duplicates > 0
+      ? `; ${marginals.duplicates} repeated configuration(s) counted once`
+      : '') +
+    '.';
+  const fixed =
+    marginals.fixed.length === 0
+      ? ''
+      : `<p id="effects-fixed"><strong>Fixed</strong> (one value wherever it applies): ${marginals.fixed
+          .map(
+            (f) =>
+              `${esc(f.parameter)} = ${abbr(f.value === '' ? '(none)' : f.value, 40)} <span class="muted">(${f.trials} trial(s)${esc(conditionText(f))})</span>`,
+          )
+          .join('; ')}.</p>`;
+  const unused =
+    marginals.unused.length === 0
+      ? ''
+      : `<p id="effects-unused"><strong>Not used by any trial:</strong> ${marginals.unused
+          .map(
+            (u) =>
+              `${esc(u.parameter)} <span class="muted">(applies when ${esc(u.condition)})</span>`,
+          )
+          .join('; ')}.</p>`;
+  if (marginals.effects.length === 0) {
     return (
       `<section id="effects">${heading}<p>No parameter took two or more values among the successful ` +
-      `trials, so there is nothing to compare.</p></section>`
+      `trials where it applies, so there is nothing to compare. ${esc(counted)}</p>${fixed}${unused}</section>`
     );
   }
+  // One axis for every chart, spanning the means shown, so spreads compare across parameters.
+  const axis = niceAxis(
+    marginals.effects.flatMap((e) => e.values.map((v) => v.meanScore)),
+    [0, 1],
+  );
+  const scored = data.trials.filter((t) => !isFailed(t));
+  const seen = new Set<string>();
+  let sum = 0;
+  let n = 0;
+  for (const t of scored) {
+    const key = combinationKey(t.config);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    sum += t.score as number;
+    n += 1;
+  }
+  const overall = sum / n;
   return (
-    `<section id="effects">${heading}<p class="note">Mean ${esc(data.optimization_metric)} of the ` +
-    `successful, non-cached trials for each value of a parameter, largest spread first. These are ` +
-    `marginal means over the combinations the optimizer visited, not controlled comparisons.</p>` +
-    `<div class="effects">${effects.map(renderEffect).join('')}</div></section>`
+    `<section id="effects">${heading}<p class="note">Mean ${esc(data.optimization_metric)} for each value of a ` +
+    `parameter, over the trials where the parameter applies (ranker_k only with rrf, ranker_alpha only with ` +
+    `weighted, the ranker only with hybrid search, window_size only with window retrieval, chunk_overlap not ` +
+    `with hybrid chunking), largest spread first. ${esc(counted)} These are marginal means over the ` +
+    `combinations the optimizer visited, not controlled comparisons.</p>` +
+    `<p class="note">Every chart shares one axis, ${esc(tickText(axis, axis.lo))} to ${esc(tickText(axis, axis.hi))}: ` +
+    `bars start at its baseline ${esc(tickText(axis, axis.lo))}, not at 0, so close means look different. ` +
+    `<span style="color:${PALETTE[1]}">Dashed line</span>: mean of all counted trials (${esc(num(overall))}).</p>` +
+    fixed +
+    unused +
+    `<div class="effects">${marginals.effects.map((e, i) => renderEffect(e, i, axis, overall)).join('')}</div></section>`
   );
 }
 
-function renderQuestions(
-  records: readonly EvaluationRecord[],
-  best: LeaderboardEntry | undefined,
-): string {
-  const heading = `<h2>Per-question results${best ? ` of ${esc(best.pattern_name)}` : ''}</h2>`;
-  if (records.length === 0) {
-    return `<section id="questions">${heading}<p>No per-question records.</p></section>`;
+/** The settings in which the two best patterns differ (for the comparison). */
+function settingDifferences(
+  a: LeaderboardEntry | undefined,
+  b: LeaderboardEntry | undefined,
+): SettingDifference[] {
+  if (a === undefined || b === undefined) return [];
+  const rowsB = new Map(settingsRows(b.pattern).map(([k, v]) => [k, valueText(v)]));
+  const out: SettingDifference[] = [];
+  const keys = new Set<string>();
+  for (const [k, v] of settingsRows(a.pattern)) {
+    keys.add(k);
+    if (k === 'Collection') continue;
+    const x = valueText(v);
+    const y = rowsB.get(k) ?? '–';
+    if (x !== y) out.push([k, x, y]);
   }
-  const metrics: string[] = [];
-  for (const r of records)
-    for (const m of r.metrics) if (!metrics.includes(m.name)) metrics.push(m.name);
-  const rows = records.map((r) => {
-    const contexts =
-      r.answer_contexts.length === 0
-        ? ''
-        : `<details><summary>${r.answer_contexts.length} retrieved contexts</summary>` +
-          r.answer_contexts
-            .map((c) => `<p><strong>${esc(c.document_key)}</strong></p><pre>${esc(c.text)}</pre>`)
-            .join('') +
-          `</details>`;
-    const answers =
-      r.correct_answers.length === 0
-        ? '<span class="muted">none</span>'
-        : `<ul>${r.correct_answers.map((a) => `<li>${esc(a)}</li>`).join('')}</ul>`;
-    return (
-      `<tr><th scope="row">${esc(r.question_id)}</th><td class="text">${esc(r.question)}</td>` +
-      `<td class="text">${esc(r.answer)}${contexts}</td><td class="text">${answers}</td>` +
-      metrics
-        .map(
-          (name) =>
-            `<td class="num">${esc(num(r.metrics.find((m) => m.name === name)?.score))}</td>`,
-        )
-        .join('') +
-      `<td class="error">${r.error === undefined ? '' : esc(r.error)}</td></tr>`
-    );
-  });
-  return (
-    `<section id="questions">${heading}` +
-    table(
-      'Each benchmark question with the answer and scores of the best pattern',
-      ['Id', 'Question', 'Answer', 'Correct answers', ...metrics, 'Error'],
-      rows,
-      ' id="question-table"',
-    ) +
-    `</section>`
-  );
+  for (const [k, y] of rowsB) if (!keys.has(k) && k !== 'Collection') out.push([k, '–', y]);
+  return out;
 }
 
 function renderFailures(trials: readonly TrialRecord[]): string {
@@ -801,7 +965,7 @@ function renderFailures(trials: readonly TrialRecord[]): string {
       'Trials that produced no score, with their errors',
       ['Iteration', 'Pattern', 'Error', 'Configuration'],
       rows,
-      ' id="failed-table"',
+      { id: 'failed-table' },
     ) +
     `</section>`
   );
@@ -827,11 +991,12 @@ function renderEvents(events: readonly StatusEvent[]): string {
 }
 
 /**
- * Renders an experiment as one HTML document that needs nothing else to display: no script, font,
- * stylesheet, image or fetch (a CSP meta tag enforces it), charts as inline SVG with `<title>`s, every
- * user-provided string escaped. It renders for any valid {@link ReportData}: no successful trial, a single
- * trial, missing scores or intervals (shown as `n/a`). The leaderboard is shown in `rank` order; the rank-1
- * entry is the best pattern and `best_evaluation` is taken to be its per-question records.
+ * Renders an experiment as one HTML document that needs nothing else to display: no font, stylesheet, image or
+ * fetch, and no script but its own sort-and-filter script (a CSP meta tag enforces it, allowing that script by
+ * hash); charts as inline SVG with `<title>`s, every user-provided string escaped. It renders for any valid
+ * {@link ReportData}: no successful trial, a single trial, missing scores or intervals (shown as `n/a`), report
+ * data without the runner-up's records. The leaderboard is shown in `rank` order; the rank-1 entry is the best
+ * pattern and `best_evaluation` is taken to be its per-question records, `runner_up_evaluation` the rank-2's.
  * @param data - The experiment's report data, as built by the finalize step.
  * @returns The complete HTML document (UTF-8 text, starting with `<!doctype html>`).
  * @example await writeFile('report.html', renderReport(reportData), 'utf8');
@@ -848,17 +1013,25 @@ export function renderReport(data: ReportData): string {
     renderTrialChart(data),
     renderCiChart(data, entries),
     renderEffects(data),
-    renderQuestions(data.best_evaluation, best),
+    renderQuestions(data.best_evaluation, best, data.optimization_metric),
+    renderComparison(
+      entries,
+      data.best_evaluation,
+      data.runner_up_evaluation,
+      data.optimization_metric,
+      settingDifferences(best, entries[1]),
+    ),
     renderFailures(data.trials),
     renderEvents(data.events),
     '</main>',
-    `<footer>Generated by ai4rag-serverless. This file is self-contained and works offline.</footer>`,
+    `<footer>Generated by ai4rag-serverless. This file is self-contained and works offline; its only script ` +
+      `sorts and filters the tables.</footer>`,
   ];
   return (
     `<!doctype html>\n<html lang="en"><head><meta charset="utf-8">` +
-    `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">` +
+    `<meta http-equiv="Content-Security-Policy" content="${REPORT_CSP}">` +
     `<meta name="viewport" content="width=device-width, initial-scale=1">` +
     `<title>RAG optimization report · ${esc(data.experiment_id)}</title><style>${CSS}</style></head>` +
-    `<body>${body.join('\n')}</body></html>\n`
+    `<body>${body.join('\n')}<script>${REPORT_SCRIPT}</script></body></html>\n`
   );
 }

@@ -193,6 +193,11 @@ export interface ReportData {
   leaderboard: LeaderboardEntry[];
   /** Per-question records of the best pattern. */
   best_evaluation: EvaluationRecord[];
+  /**
+   * Per-question records of the rank-2 pattern, which the report compares with the best one; absent with fewer
+   * than two successful patterns and in report data written before it was recorded.
+   */
+  runner_up_evaluation?: EvaluationRecord[];
   events: StatusEvent[];
   /** Number of benchmark questions and documents. */
   questions: number;

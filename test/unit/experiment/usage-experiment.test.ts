@@ -249,7 +249,9 @@ describe('experiment tokens and cost (fake OpenAI-compatible models)', () => {
       '<dt>Tokens spent</dt><dd>1,601 (1,513 prompt + 88 completion)</dd>',
     );
     expect(first.html).toContain('<dt>Cost spent (USD)</dt><dd>$0.002859</dd>');
-    expect(first.html).toContain('<td class="num">836</td><td class="num">$0.001477</td>');
+    expect(first.html).toContain(
+      '<td class="num" data-v="836">836</td><td class="num" data-v="0.0015">$0.001477</td>',
+    );
     expect(first.html).toContain('id="usage-models"');
   });
 
@@ -261,7 +263,9 @@ describe('experiment tokens and cost (fake OpenAI-compatible models)', () => {
     expect(second.board.map((e) => [e.cached, e.usage])).toEqual(
       first.board.map((e) => [true, e.usage]),
     );
-    expect(second.html).toContain('836 (cached, not spent again)');
+    expect(second.html).toContain(
+      '836 <span class="muted" title="cached: what the original evaluation cost; not spent again">(cached)</span>',
+    );
     expect(second.data.usage?.spent).toEqual({
       models: [],
       prompt_tokens: 0,

@@ -13,6 +13,8 @@ export const GLOBAL_OPTIONS: OptionSpec = {
   store: { type: 'string' },
   'data-dir': { type: 'string' },
   json: { type: 'boolean' },
+  /** Read by `withConfigFile` (and removed) before a command parses its arguments. */
+  config: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 

@@ -7,13 +7,12 @@ import {
   DEFAULT_CHUNKING,
   DEFAULT_COLLECTION,
   defaultRetrievalFor,
-  LEXICAL_RETRIEVAL,
   SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
 import { loadDocuments } from '../../shared/src/documents/index.js';
 import { DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
-import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
+import { Ai4ragError, NotFoundError, ValidationError } from '../../shared/src/errors.js';
 import { loadBenchmark } from '../../shared/src/evaluation/benchmark.js';
 import { evaluateRetrieval } from '../../shared/src/evaluation/eval-retrieval.js';
 import {
@@ -22,7 +21,6 @@ import {
 } from '../../shared/src/generation/local-extractive.js';
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
-import { OPTIMIZER_NAMES } from '../../shared/src/optimizer/optimizers.js';
 import { costOf } from '../../shared/src/pricing.js';
 import { rerankOrKeepOrder } from '../../shared/src/retrieval/rerank.js';
 import {
@@ -42,6 +40,7 @@ import type {
 import {
   filterFlag,
   flag,
+  GLOBAL_OPTIONS,
   int,
   type OptionSpec,
   oneOf,
@@ -52,138 +51,34 @@ import {
   str,
 } from './args.js';
 import { ASK_OPTIONS, createFoundationModel, renderAnswer } from './ask.js';
+import { CHAT_OPTIONS, cmdAskPattern, cmdChat } from './chat.js';
+import { cmdCollections, confirmed } from './collections.js';
+import { withConfigFile } from './config-file.js';
 import {
   cmdExperiment,
   cmdOptimizerSim,
   EXPERIMENT_OPTIONS,
   OPTIMIZER_SIM_OPTIONS,
 } from './experiment.js';
+import { runExperimentsCommand } from './experiments-cmd.js';
+import { COMMAND_HELP, commandHelp, globalHelp } from './help.js';
 import { cliEmbedder } from './models.js';
-import { cliPrices, PRICES_HELP } from './prices.js';
+import { cliPrices } from './prices.js';
 import { ProgressLine } from './progress.js';
-import {
-  QUERY_TRANSFORM_HELP,
-  QUERY_TRANSFORM_OPTIONS,
-  queryTransformFrom,
-} from './query-transform.js';
-import { RERANK_HELP, RERANK_OPTIONS, rerankFrom } from './rerank.js';
+import { QUERY_TRANSFORM_OPTIONS, queryTransformFrom } from './query-transform.js';
+import { RERANK_OPTIONS, rerankFrom } from './rerank.js';
 import { cmdScore, SCORE_OPTIONS } from './score.js';
-import { runServe } from './serve.js';
+import { runServe, SERVE_OPTIONS } from './serve.js';
 
-const OPTIMIZER_NAMES_TEXT = OPTIMIZER_NAMES.join('|');
-
-const HELP = `ai4rag — RAG knowledge base, query and configuration optimizer on the embedded default (PGlite + pgvector)
-
-Usage: ai4rag <command> [options]
-
-Commands:
-  ingest <path>...        load, chunk, embed and store documents (files or folders)
-  search <query>          search a collection
-  ask <question>          answer from a collection with cited sources, per-step timing and tokens
-                          (--model local/extractive-v1 by default, or an OpenAI-compatible chat model;
-                          --prices FILE adds the cost)
-  eval-retrieval          score retrieval on a corpus + benchmark (recall@k, MRR@10, nDCG@10)
-  documents               list the documents of a collection
-  stats                   collection statistics
-  index [--force]         build the collection's ANN (HNSW) index now, concurrently on PostgreSQL
-                          (ingest does it at its end once the collection has 20,000 chunks; searches never do)
-  check [--repair]        verify a collection's integrity: no orphaned or half-written chunks, every document's
-                          chunks match its record, no abandoned write; --repair fixes what it finds
-                          (exit 0 clean, 1 problems left)
-  score --input FILE      unitxt RAG metrics (faithfulness, answer_correctness, context_correctness,
-                          overall_score) with 95% BCa bootstrap CIs for a JSON array of
-                          {question, answer, contexts, context_ids, ground_truths, ground_truths_context_ids}
-  experiment              RAG-optimization experiment: runs the optimizer's state machine (synthesized from
-                          the CDK stack) locally over --docs and --benchmark; writes leaderboard.json,
-                          pattern.json, evaluation_results.json and report.html (what \`npm start\` runs)
-  optimizer-sim           replay optimizers over a recorded score table (--scores FILE)
-  serve                   serve the query API locally through the Lambda handlers
-                          (--port N, --host 127.0.0.1, --token T, --pattern FILE, --prices FILE; every route
-                          but /health needs "Authorization: Bearer <token>")
-  demo                    ingest examples/docs and answer sample searches
-
-Global options:
-  --store pglite|pgvector|milvus  vector store (default pglite; pgvector reads PGVECTOR_HOST/PORT/DB/USER/PASSWORD;
-                           milvus reads MILVUS_URI, MILVUS_TOKEN, MILVUS_SERVER_CERT — try npm run fake:milvus)
-  --data-dir DIR           local data directory for pglite (default ${DEFAULT_DATA_DIR})
-  --json                   machine-readable output on stdout
-  -h, --help               help for a command
-
-Collection options (all commands but demo):
-  --collection NAME        collection (must start with "ai4rag"; default ${DEFAULT_COLLECTION})
-  --embedding MODEL        ${DEFAULT_EMBEDDING_MODEL} (default) or an OpenAI-compatible model id
-                           (its endpoint: AI4RAG_EMBEDDING_BASE_URL or OPENAI_BASE_URL, or MODEL@name);
-                           must match the collection's model
-  --embedding-prefixes auto|none|JSON  query/document instruction prefixes (default auto: E5, BGE, nomic,
-                           mxbai get theirs; JSON {"query": "...", "document": "..."}; AI4RAG_EMBEDDING_PREFIXES)
-
-Indexing options (ingest, eval-retrieval):
-  --chunking recursive|hybrid   (default ${DEFAULT_CHUNKING.method})
-  --chunk-size N           tokens, 128..2048 (default ${DEFAULT_CHUNKING.chunkSize})
-  --chunk-overlap N        tokens, 0..256, < chunk-size/2; 0 for hybrid (default ${DEFAULT_CHUNKING.chunkOverlap})
-  --prune                  ingest: also remove stored documents that are no longer in the given folders
-                           (folders only; documents whose files failed to load are kept)
-
-Retrieval options (search, eval-retrieval):
-  --k N                    chunks to return (search; default 5)
-  --search-mode vector|hybrid   (default hybrid)
-  --ranker-strategy rrf|weighted|normalized   hybrid fusion; default: ${LEXICAL_RETRIEVAL.rankerStrategy} with
-                           the local embedder (BM25 leads), ${SEMANTIC_RETRIEVAL.rankerStrategy} with a semantic model
-  --ranker-k N             RRF k (default ${SEMANTIC_RETRIEVAL.rankerK})
-  --ranker-alpha X         weighted: dense weight in [0,1) (default ${LEXICAL_RETRIEVAL.rankerAlpha} with the local
-                           embedder, else 0.5)
-  --retrieval-method simple|window   window expands each hit with its neighbours (default simple)
-  --window-size N          neighbours on each side, 1..4 with window (default 1); 0 with simple
-  --filter JSON            only chunks whose metadata matches, e.g. '{"user.year":{"gte":2020}}': fields
-                           document_id, sequence_number, start_index, headings, user.<key>; operators eq ne in
-                           nin gt gte lt lte startsWith, combined with and / or / not
-
-${QUERY_TRANSFORM_HELP}
-
-${RERANK_HELP}
-
-${PRICES_HELP}
-
-experiment:
-  --docs PATH              folder of documents, or one file (e.g. a .jsonl corpus)
-  --benchmark FILE[,FILE]  JSON arrays of {question, correct_answers, correct_answer_document_keys}
-  --max-evals N            trials, failures included (default 8)
-  --optimizer NAME         ${OPTIMIZER_NAMES_TEXT} (default: the measured best, see README)
-  --search-space FILE      JSON object of overrides, e.g. {"chunk_size": [512, 1024]}
-  --seed N                 optimizer seed (default 64)
-  --trial-concurrency N    trials evaluated in parallel per round (1..10, default 2)
-  --foundation-models A,B  foundation model ids (default local/extractive-v1)
-  --embedding-models A,B   embedding model ids (default local/feature-hash-v1-384)
-  --sample-questions N     use a seeded sample of N benchmark questions (default all)
-  --metric NAME            optimization metric (default overall_score; answer_relevance needs --judge-model)
-  --judge-model ID         an OpenAI-compatible chat model that judges answer_relevance (LLM-as-a-judge)
-  --prices FILE            price table: tokens and cost per trial and in total (leaderboard.json, report.html)
-  --dry-run                print an estimate of the run's tokens (and cost with --prices) and exit; no model
-                           is called, nothing is written
-  --experiment-id ID       re-running with the same id resumes from the recorded trials
-  --out DIR                also copy the four artefacts to DIR
-  --record-table FILE      evaluate every valid configuration and write {rows:[{config, score}]}
-
-optimizer-sim:
-  --scores FILE            score table written by experiment --record-table
-  --optimizer NAME[,NAME]  optimizers to compare (default all)
-  --max-evals N            evaluations per run (default: the table size)
-  --seeds K                runs per optimizer, seeds 0..K-1 (default 50)
-  --batch-size N           proposals per round, as --trial-concurrency makes them (default 1)
-
-eval-retrieval:
-  --corpus PATH            folder or .jsonl corpus
-  --benchmark FILE         JSON array of {question, correct_answers, correct_answer_document_ids|keys}
-  --depth N                chunks retrieved per question before ranking documents (default 100)
-`;
-
-const INDEXING: OptionSpec = {
+const COLLECTION_OPTIONS: OptionSpec = {
   collection: { type: 'string' },
+  embedding: { type: 'string' },
+  'embedding-prefixes': { type: 'string' },
+};
+const CHUNKING_OPTIONS: OptionSpec = {
   chunking: { type: 'string' },
   'chunk-size': { type: 'string' },
   'chunk-overlap': { type: 'string' },
-  embedding: { type: 'string' },
-  'embedding-prefixes': { type: 'string' },
 };
 const RETRIEVAL: OptionSpec = {
   'search-mode': { type: 'string' },
@@ -195,9 +90,106 @@ const RETRIEVAL: OptionSpec = {
   filter: { type: 'string' },
 };
 
+/** The options each command parses besides the global ones (which {@link COMMAND_HELP} says it takes). */
+export const COMMAND_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  ingest: { ...COLLECTION_OPTIONS, ...CHUNKING_OPTIONS, prune: { type: 'boolean' } },
+  search: {
+    ...COLLECTION_OPTIONS,
+    ...RETRIEVAL,
+    ...QUERY_TRANSFORM_OPTIONS,
+    ...RERANK_OPTIONS,
+    k: { type: 'string' },
+  },
+  ask: {
+    ...COLLECTION_OPTIONS,
+    ...RETRIEVAL,
+    ...QUERY_TRANSFORM_OPTIONS,
+    ...ASK_OPTIONS,
+    pattern: { type: 'string' },
+  },
+  chat: CHAT_OPTIONS,
+  'eval-retrieval': {
+    ...COLLECTION_OPTIONS,
+    ...CHUNKING_OPTIONS,
+    ...RETRIEVAL,
+    ...QUERY_TRANSFORM_OPTIONS,
+    corpus: { type: 'string' },
+    benchmark: { type: 'string' },
+    depth: { type: 'string' },
+  },
+  documents: { ...COLLECTION_OPTIONS, yes: { type: 'boolean' } },
+  collections: { yes: { type: 'boolean' } },
+  stats: COLLECTION_OPTIONS,
+  index: { ...COLLECTION_OPTIONS, force: { type: 'boolean' } },
+  check: { ...COLLECTION_OPTIONS, repair: { type: 'boolean' } },
+  score: SCORE_OPTIONS,
+  experiment: EXPERIMENT_OPTIONS,
+  'optimizer-sim': OPTIMIZER_SIM_OPTIONS,
+  serve: SERVE_OPTIONS,
+  demo: {},
+};
+
+/** Every option some command takes: what a config file may name. */
+const KNOWN_OPTIONS = new Set([
+  ...Object.keys(GLOBAL_OPTIONS),
+  ...Object.values(COMMAND_OPTIONS).flatMap((o) => Object.keys(o)),
+]);
+
+/** The options a command parses: its own and the global ones it takes. */
+function commandSpec(command: string): OptionSpec {
+  const globals = COMMAND_HELP[command]?.globals ?? [];
+  const taken = Object.fromEntries(
+    Object.entries(GLOBAL_OPTIONS).filter(
+      ([name]) => name === 'help' || (globals as readonly string[]).includes(name),
+    ),
+  );
+  return { ...taken, ...COMMAND_OPTIONS[command] };
+}
+
+/**
+ * Parses a command's arguments: its own options and the global ones it takes; a global option it does not take
+ * is refused (exit 2) with the reason, instead of being silently ignored.
+ */
+function parseCommand(command: string, argv: readonly string[]): Parsed {
+  const globals = (COMMAND_HELP[command]?.globals ?? []) as readonly string[];
+  for (const name of ['store', 'data-dir', 'json']) {
+    if (globals.includes(name)) continue;
+    if (argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`))) {
+      throw new ValidationError(
+        `--${name} does not apply to ${command}: ${REFUSED[name]?.(command)}`,
+      );
+    }
+  }
+  try {
+    return parse([...argv], COMMAND_OPTIONS[command] ?? {});
+  } catch (error) {
+    const unknown = /^Unknown option '(--?[^']+)'/.exec((error as Error).message);
+    if (unknown === null) throw error;
+    throw new ValidationError(
+      `unknown option ${unknown[1]} for ${command} (ai4rag ${command} --help lists its options)`,
+      { cause: error },
+    );
+  }
+}
+
+const REFUSED: Record<string, (command: string) => string> = {
+  store: (c) =>
+    c === 'score' || c === 'optimizer-sim'
+      ? 'it reads only the given file'
+      : 'it uses no vector store',
+  'data-dir': (c) =>
+    c === 'eval-retrieval'
+      ? 'it indexes in memory (pglite) or in a throwaway server collection; name one with --collection and --store'
+      : 'it reads only the given file',
+  json: (c) =>
+    c === 'demo' ? 'it prints a walkthrough; use search --json' : 'it has no JSON output',
+};
+
 interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
+  /** Lines of standard input (chat); process.stdin when absent. */
+  input?: NodeJS.ReadableStream;
 }
 
 const defaultIo: Io = {
@@ -209,70 +201,79 @@ const defaultIo: Io = {
  * Runs the CLI. Returns the process exit code: 0 success, 1 failure, 2 usage error.
  */
 export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
-  const [command, ...rest] = argv;
-  if (rest.includes('--help') || rest.includes('-h')) {
-    io.out(HELP);
-    return 0;
-  }
+  const [command, ...given] = argv;
   try {
-    switch (command) {
-      case 'ingest':
-        return await cmdIngest(parse(rest, { ...INDEXING, prune: { type: 'boolean' } }), io);
-      case 'search':
-        return await cmdSearch(
-          parse(rest, {
-            ...INDEXING,
-            ...RETRIEVAL,
-            ...QUERY_TRANSFORM_OPTIONS,
-            ...RERANK_OPTIONS,
-            k: { type: 'string' },
-          }),
-          io,
-        );
-      case 'eval-retrieval':
-        return await cmdEvalRetrieval(
-          parse(rest, {
-            ...INDEXING,
-            ...RETRIEVAL,
-            ...QUERY_TRANSFORM_OPTIONS,
-            corpus: { type: 'string' },
-            benchmark: { type: 'string' },
-            depth: { type: 'string' },
-          }),
-          io,
-        );
-      case 'documents':
-        return await cmdDocuments(parse(rest, INDEXING), io);
-      case 'stats':
-        return await cmdStats(parse(rest, INDEXING), io);
-      case 'check':
-        return await cmdCheck(parse(rest, { ...INDEXING, repair: { type: 'boolean' } }), io);
-      case 'index':
-        return await cmdIndex(parse(rest, { ...INDEXING, force: { type: 'boolean' } }), io);
-      case 'ask':
-        return await cmdAsk(
-          parse(rest, { ...INDEXING, ...RETRIEVAL, ...QUERY_TRANSFORM_OPTIONS, ...ASK_OPTIONS }),
-          io,
-        );
-      case 'score':
-        return await cmdScore(parse(rest, SCORE_OPTIONS), io);
-      case 'experiment':
-        return await cmdExperiment(parse(rest, EXPERIMENT_OPTIONS), io);
-      case 'optimizer-sim':
-        return await cmdOptimizerSim(parse(rest, OPTIMIZER_SIM_OPTIONS), io);
-      case 'serve':
-        return await runServe(rest);
-      case 'demo':
-        return await cmdDemo(parse(rest, {}), io);
-      case undefined:
-      case 'help':
-      case '--help':
-      case '-h':
-        io.out(HELP);
-        return command === undefined ? 2 : 0;
-      default:
+    if (command === undefined) {
+      io.out(globalHelp());
+      return 2;
+    }
+    if (command === 'help' || command === '--help' || command === '-h') {
+      const topic = given[0];
+      if (topic === undefined) {
+        io.out(globalHelp());
+        return 0;
+      }
+      if (topic === 'experiments') return await runExperimentsCommand(['--help'], io);
+      const text = commandHelp(topic);
+      if (text === undefined)
+        throw new ValidationError(`no command "${topic}"; run "ai4rag --help"`);
+      io.out(text);
+      return 0;
+    }
+    if (command !== 'experiments' && (given.includes('--help') || given.includes('-h'))) {
+      const text = commandHelp(command);
+      if (text === undefined) {
         io.err(`ai4rag: unknown command "${command}". Run "ai4rag --help".`);
         return 2;
+      }
+      io.out(text);
+      return 0;
+    }
+    if (command !== 'experiments' && COMMAND_OPTIONS[command] === undefined) {
+      io.err(`ai4rag: unknown command "${command}". Run "ai4rag --help".`);
+      return 2;
+    }
+    // The config file's options go in front of the given ones, so a flag on the command line wins.
+    const rest =
+      command === 'experiments'
+        ? given
+        : withConfigFile(given, commandSpec(command), KNOWN_OPTIONS);
+    const p = () => parseCommand(command, rest);
+    switch (command) {
+      case 'ingest':
+        return await cmdIngest(p(), io);
+      case 'search':
+        return await cmdSearch(p(), io);
+      case 'eval-retrieval':
+        return await cmdEvalRetrieval(p(), io);
+      case 'documents':
+        return await cmdDocuments(p(), io);
+      case 'collections':
+        return await cmdCollections(p(), io);
+      case 'stats':
+        return await cmdStats(p(), io);
+      case 'check':
+        return await cmdCheck(p(), io);
+      case 'index':
+        return await cmdIndex(p(), io);
+      case 'ask':
+        return await cmdAsk(p(), io);
+      case 'chat':
+        return await cmdChat(p(), io);
+      case 'score':
+        return await cmdScore(p(), io);
+      case 'experiment':
+        return await cmdExperiment(p(), io);
+      case 'optimizer-sim':
+        return await cmdOptimizerSim(p(), io);
+      case 'experiments':
+        return await runExperimentsCommand(rest, io);
+      case 'serve':
+        // serve parses its own flags; refused globals are checked first.
+        parseCommand(command, rest);
+        return await runServe(rest);
+      default:
+        return await cmdDemo(p(), io);
     }
   } catch (error) {
     if (error instanceof ValidationError) {
@@ -422,7 +423,7 @@ async function openSession(p: Parsed, options: SessionOptions = {}): Promise<Ses
   const store = await openStore({
     kind,
     embedder,
-    collectionName: options.collection ?? str(p, 'collection') ?? DEFAULT_COLLECTION,
+    collectionName,
     dataDir,
     env: ENV,
     logger: (message) => process.stderr.write(`${message}\n`),
@@ -612,6 +613,8 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
   const question = p.positionals.join(' ').trim();
   if (question === '')
     throw new ValidationError('give a question, e.g. ai4rag ask "how many leave days"');
+  // A pattern is answered as `serve --pattern` answers it: through the generate handler.
+  if (str(p, 'pattern') !== undefined) return cmdAskPattern(p, question, io);
   const options = retrievalFrom(p, int(p, 'k', 5));
   const rerank = rerankFrom(p, options.numberOfChunks);
   const prices = await cliPrices(p);
@@ -723,10 +726,57 @@ function round(x: number): number {
 
 const READER: SessionOptions = { createIfMissing: false };
 
+/**
+ * `ai4rag documents [list]` lists the collection's documents; `ai4rag documents delete <key> [--yes]` removes one
+ * (its chunks and record).
+ * @throws {ValidationError} for an unknown subcommand, or delete without a key or confirmation.
+ */
 async function cmdDocuments(p: Parsed, io: Io): Promise<number> {
+  const [sub = 'list', ...keys] = p.positionals;
+  if (sub !== 'list' && sub !== 'delete') {
+    throw new ValidationError(
+      `give list or delete <key>, e.g. ai4rag documents delete faq.md (got "${sub}")`,
+    );
+  }
+  if (sub === 'list' && keys.length > 0) {
+    throw new ValidationError(`documents list takes no keys (got "${keys.join(' ')}")`);
+  }
+  if (sub === 'delete' && keys.length !== 1) {
+    throw new ValidationError(
+      'give one document key to delete, e.g. ai4rag documents delete faq.md',
+    );
+  }
+  if (sub === 'list' && flag(p, 'yes'))
+    throw new ValidationError('--yes applies to documents delete');
   return withSession(
     p,
     async ({ store }) => {
+      if (sub === 'delete') {
+        const key = keys[0] as string;
+        const doc = await store.getDocument(key);
+        if (doc === undefined) {
+          const known = (await store.listDocuments()).map((d) => d.documentId);
+          const near = known.filter((k) => k.endsWith(`/${key}`) || k.split('/').pop() === key);
+          throw new NotFoundError(
+            `no document "${key}" in ${store.collectionName}${near.length > 0 ? ` (did you mean ${near.map((k) => `"${k}"`).join(', ')}?)` : ''}`,
+          );
+        }
+        if (
+          !(await confirmed(
+            p,
+            io,
+            `Delete ${key} (${doc.chunkCount} chunks) from ${store.collectionName}?`,
+          ))
+        ) {
+          io.err('not deleted');
+          return 1;
+        }
+        const chunks = await store.deleteDocument(key);
+        if (flag(p, 'json')) {
+          io.out(JSON.stringify({ collection: store.collectionName, deleted: key, chunks }));
+        } else io.out(`deleted ${key} from ${store.collectionName} (${chunks} chunks)`);
+        return 0;
+      }
       const docs = await store.listDocuments();
       if (flag(p, 'json')) io.out(JSON.stringify(docs));
       else

@@ -131,7 +131,7 @@ describe('ai4rag CLI', () => {
   it('prints help for a command with --help', async () => {
     const c = capture();
     expect(await main(['search', '--help'], c.io)).toBe(0);
-    expect(c.out.join('\n')).toContain('Retrieval options');
+    expect(c.out.join('\n')).toContain('\nRetrieval:\n  --k N ');
   });
 
   it('prunes removed files but keeps a document whose file failed to load', async () => {

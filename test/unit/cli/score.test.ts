@@ -36,14 +36,14 @@ describe('ai4rag score', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('prints the worked example scores as one JSON line', async () => {
+  it('prints the worked example scores as one JSON line with --json', async () => {
     // Prepare
     const file = join(dir, 'eval.json');
     await writeFile(file, JSON.stringify(WORKED));
     const c = capture();
 
     // Act
-    const code = await cmdScore(parse(['--input', file], SCORE_OPTIONS), c.io);
+    const code = await cmdScore(parse(['--input', file, '--json'], SCORE_OPTIONS), c.io);
 
     // Assess
     expect(code).toBe(0);
@@ -84,19 +84,96 @@ describe('ai4rag score', () => {
     ]);
   });
 
-  it('gives the same output with --json and a --seed', async () => {
-    // Prepare
+  it('prints a table by default: each metric with its mean and 95% CI', async () => {
+    // Prepare: the worked example twice more, with other answers, so the metrics vary and have intervals
     const file = join(dir, 'eval2.json');
-    await writeFile(file, JSON.stringify(WORKED));
-    const a = capture();
-    const b = capture();
+    const items = [
+      { ...WORKED[0], question_id: 'a' },
+      { ...WORKED[0], question_id: 'b', answer: 'Lyon.' },
+      { ...WORKED[0], question_id: 'c', answer: 'The capital is Paris.' },
+    ];
+    await writeFile(file, JSON.stringify(items));
+    const table = capture();
+    const json = capture();
 
     // Act
-    await cmdScore(parse(['--input', file], SCORE_OPTIONS), a.io);
-    await cmdScore(parse(['--input', file, '--json', '--seed', '3'], SCORE_OPTIONS), b.io);
+    await cmdScore(parse(['--input', file], SCORE_OPTIONS), table.io);
+    await cmdScore(parse(['--input', file, '--json'], SCORE_OPTIONS), json.io);
 
-    // Assess
-    expect(b.out).toEqual(a.out);
+    // Assess: the table shows what the JSON holds
+    const result = JSON.parse(json.out[0] as string) as {
+      metrics: {
+        name: string;
+        scores: { mean: number; ci_low: number | null; ci_high: number | null };
+      }[];
+    };
+    expect(table.out.slice(0, 3)).toEqual([
+      `${file}: 3 questions`,
+      '',
+      'metric                 mean            95% CI',
+    ]);
+    for (const m of result.metrics) {
+      const ci =
+        m.scores.ci_low === null
+          ? 'n/a'
+          : `[${m.scores.ci_low.toFixed(4)}, ${m.scores.ci_high?.toFixed(4)}]`;
+      expect(table.out).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`^${m.name} +${m.scores.mean.toFixed(4)} +${ci.replace(/[[\]]/g, '\\$&')}$`),
+        ),
+      );
+    }
+    expect(table.out).toContainEqual(expect.stringMatching(/^Lowest overall_score: b \d\.\d{4}, /));
+    expect(table.out.at(-1)).toBe('Per-question scores: --json');
+  });
+
+  it("aggregates an experiment's evaluation_results.json from its recorded scores", async () => {
+    // Prepare: three records in the artefact's shape (question, answer_contexts, metrics with score)
+    const record = (id: string, ac: number, f: number, cc: number | null) => ({
+      question_id: id,
+      question: `question ${id}?`,
+      correct_answers: ['x'],
+      answer: 'an answer',
+      answer_contexts: [{ text: 'a context', document_key: 'doc.md' }],
+      metrics: [
+        { name: 'answer_correctness', evaluator: 'unitxt', score: ac },
+        { name: 'faithfulness', evaluator: 'unitxt', score: f },
+        { name: 'context_correctness', evaluator: 'unitxt', score: cc },
+        { name: 'overall_score', evaluator: 'custom', score: 0 },
+        { name: 'recall@5', evaluator: 'retrieval', score: cc === null ? null : 1 },
+      ],
+    });
+    const file = join(dir, 'evaluation_results.json');
+    await writeFile(
+      file,
+      JSON.stringify([
+        record('q0', 1, 0.5, 1),
+        record('q1', 0, 0.25, 0),
+        record('q2', 0.5, 0.75, null),
+      ]),
+    );
+    const c = capture();
+    const table = capture();
+
+    // Act
+    const code = await cmdScore(parse(['--input', file, '--json'], SCORE_OPTIONS), c.io);
+    await cmdScore(parse(['--input', file], SCORE_OPTIONS), table.io);
+
+    // Assess: means over the questions where a metric applies; overall = mean of the three unitxt means
+    expect(code).toBe(0);
+    const result = JSON.parse(c.out[0] as string) as {
+      metrics: { name: string; evaluator: string; scores: { mean: number } }[];
+      question_scores: { question_id: string }[];
+    };
+    expect(result.metrics.map((m) => [m.name, m.evaluator, m.scores.mean])).toEqual([
+      ['answer_correctness', 'unitxt', 0.5],
+      ['faithfulness', 'unitxt', 0.5],
+      ['context_correctness', 'unitxt', 0.5],
+      ['overall_score', 'custom', 0.5],
+      ['recall@5', 'retrieval', 1],
+    ]);
+    expect(result.question_scores.map((q) => q.question_id)).toEqual(['q0', 'q1', 'q2']);
+    expect(table.out[0]).toBe(`${file} (evaluation_results.json: recorded scores): 3 questions`);
   });
 
   it('rejects a missing flag, a missing file, invalid JSON and a non-array', async () => {

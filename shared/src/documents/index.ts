@@ -36,6 +36,7 @@ export { type PdfTextItem, pdfLayoutToBlocks } from './pdf-layout.js';
 export { checkPdfStreams } from './pdf-streams.js';
 export { collapseWhitespace, renderBlocks } from './render.js';
 export { cleanText, hasUnstorable, type UnstorableCounts } from './sanitize.js';
+export { type DocumentStream, streamDocuments } from './stream.js';
 export { decodeUtf8, normalizeNewlines, parsePlainText } from './text.js';
 export type * from './types.js';
 export {

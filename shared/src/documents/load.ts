@@ -319,7 +319,8 @@ export async function loadBytes(
   }
 }
 
-interface FileEntry {
+/** A file to load: its absolute path and its document key. */
+export interface FileEntry {
   absPath: string;
   key: string;
 }
@@ -363,7 +364,7 @@ async function walkFolder(
 }
 
 /** Reads and checks a sidecar metadata file (≤ {@link USER_METADATA_LIMITS}.sidecarBytes of JSON). */
-async function readSidecar(
+export async function readSidecar(
   absPath: string,
 ): Promise<{ ok: true; metadata: UserMetadata } | { ok: false; message: string }> {
   try {
@@ -378,7 +379,7 @@ async function readSidecar(
 }
 
 /** {@link loadFile}, then the file's sidecar metadata attached to each of its documents. */
-async function loadWithSidecar(
+export async function loadWithSidecar(
   file: FileEntry,
   sidecars: ReadonlySet<string>,
   options: LoadOptions,
@@ -407,6 +408,39 @@ async function loadWithSidecar(
 }
 
 /**
+ * The files {@link loadDocuments} loads from `paths`, in order (folders walked sorted, hidden entries skipped), the
+ * sidecar metadata files among them (set apart, never documents), and the folders that could not be read.
+ * @throws {ValidationError} when a given path does not exist.
+ */
+export async function listDocumentFiles(paths: readonly string[]): Promise<{
+  files: FileEntry[];
+  sidecars: Set<string>;
+  failures: DocumentLoadFailure[];
+}> {
+  const files: FileEntry[] = [];
+  const failures: DocumentLoadFailure[] = [];
+  for (const given of paths) {
+    const absolute = path.resolve(given);
+    const info = await stat(absolute).catch((error: unknown) => {
+      throw new ValidationError(`path does not exist or cannot be read: ${given}`, {
+        cause: error,
+      });
+    });
+    if (info.isDirectory()) await walkFolder(absolute, '', files, failures);
+    else {
+      files.push({ absPath: absolute, key: path.basename(absolute) });
+      const sidecar = `${absolute}${METADATA_SIDECAR_SUFFIX}`;
+      if ((await stat(sidecar).catch(() => undefined))?.isFile()) {
+        files.push({ absPath: sidecar, key: path.basename(sidecar) });
+      }
+    }
+  }
+  // Sidecars (`<file>.metadata.json`) are metadata of their file, never documents themselves.
+  const sidecars = new Set(files.filter((f) => isMetadataSidecar(f.absPath)).map((f) => f.absPath));
+  return { files: files.filter((f) => !sidecars.has(f.absPath)), sidecars, failures };
+}
+
+/**
  * Loads documents from files and folders. Folders are walked recursively in sorted order
  * (hidden entries skipped); each file's key is its path relative to the folder, or its basename
  * when the path is a file. Bad files become `failures`; a key seen twice keeps the first. A sidecar
@@ -419,30 +453,7 @@ async function loadWithSidecar(
  */
 export async function loadDocuments(paths: string[], options?: LoadOptions): Promise<LoadResult> {
   const resolved = resolveOptions(options);
-  const files: FileEntry[] = [];
-  const walkFailures: DocumentLoadFailure[] = [];
-  for (const given of paths) {
-    const absolute = path.resolve(given);
-    const info = await stat(absolute).catch((error: unknown) => {
-      throw new ValidationError(`path does not exist or cannot be read: ${given}`, {
-        cause: error,
-      });
-    });
-    if (info.isDirectory()) await walkFolder(absolute, '', files, walkFailures);
-    else {
-      files.push({ absPath: absolute, key: path.basename(absolute) });
-      const sidecar = `${absolute}${METADATA_SIDECAR_SUFFIX}`;
-      if ((await stat(sidecar).catch(() => undefined))?.isFile()) {
-        files.push({ absPath: sidecar, key: path.basename(sidecar) });
-      }
-    }
-  }
-  // Sidecars (`<file>.metadata.json`) are metadata of their file, never documents themselves.
-  const sidecars = new Set(files.filter((f) => isMetadataSidecar(f.absPath)).map((f) => f.absPath));
-  for (let i = files.length - 1; i >= 0; i--) {
-    if (sidecars.has((files[i] as FileEntry).absPath)) files.splice(i, 1);
-  }
-
+  const { files, sidecars, failures: walkFailures } = await listDocumentFiles(paths);
   const results: LoadResult[] = new Array(files.length);
   let next = 0;
   const worker = async (): Promise<void> => {

@@ -20,6 +20,7 @@ const PREFETCH_DOCUMENTS = 1000;
 
 /** Progress of an ingestion, reported after each batch. */
 export interface IngestProgress {
+  /** Documents given; for a stream, those read so far (it grows until the stream ends). */
   documentsTotal: number;
   documentsDone: number;
   documentsSkipped: number;
@@ -37,7 +38,7 @@ export interface IngestOptions {
   /**
    * Keys never pruned, with everything under them (`key/…`): files or folders present but unreadable this time.
    */
-  keep?: readonly string[];
+  keep?: readonly string[] | (() => readonly string[]);
   /**
    * When the documents were read (ISO time; default: when this call starts). A deletion committed after it (a
    * concurrent `--prune`, an API delete) wins over this ingest: the document stays deleted.
@@ -93,13 +94,13 @@ export function indexingKey(chunking: ChunkingOptions): string {
  * const summary = await ingestDocuments(docs, { store, chunking, chunk: (d) => chunker.chunk(d) });
  */
 export async function ingestDocuments(
-  docs: readonly LoadedDocument[],
+  docs: readonly LoadedDocument[] | AsyncIterable<LoadedDocument>,
   options: IngestOptions,
 ): Promise<IngestSummary> {
   const { store } = options;
   const key = indexingKey(options.chunking);
   const progress: IngestProgress = {
-    documentsTotal: docs.length,
+    documentsTotal: Array.isArray(docs) ? docs.length : 0,
     documentsDone: 0,
     documentsSkipped: 0,
     chunksStored: 0,
@@ -205,15 +206,32 @@ export async function ingestDocuments(
     options.onProgress?.({ ...progress });
   };
 
-  // Known documents, fetched in bulk (one query per PREFETCH_DOCUMENTS keys, not one per document).
-  const known = new Map<string, DocumentRecord>();
-  for (let i = 0; i < docs.length; i += PREFETCH_DOCUMENTS) {
-    const keys = docs.slice(i, i + PREFETCH_DOCUMENTS).map((d) => d.key);
-    for (const [id, record] of await store.getDocuments(keys)) known.set(id, record);
+  // Documents in windows of PREFETCH_DOCUMENTS: their known records fetched in one query, so a stream (a large
+  // .jsonl read line by line) is never held whole; only the keys are kept, for `prune`.
+  const present = new Set<string>();
+  const windows = async function* (): AsyncGenerator<LoadedDocument[]> {
+    let window: LoadedDocument[] = [];
+    for await (const doc of docs) {
+      window.push(doc);
+      if (window.length >= PREFETCH_DOCUMENTS) {
+        yield window;
+        window = [];
+      }
+    }
+    if (window.length > 0) yield window;
+  };
+  for await (const window of windows()) {
+    if (!Array.isArray(docs)) progress.documentsTotal += window.length;
+    const known = await store.getDocuments(window.map((d) => d.key));
+    for (const doc of window) {
+      present.add(doc.key);
+      await ingestOne(doc, known.get(doc.key));
+    }
   }
+  await flush();
+  options.onProgress?.({ ...progress });
 
-  for (const doc of docs) {
-    const existing = known.get(doc.key);
+  async function ingestOne(doc: LoadedDocument, existing: DocumentRecord | undefined) {
     if (
       existing &&
       existing.contentHash === doc.contentHash &&
@@ -222,7 +240,7 @@ export async function ingestDocuments(
       results.push({ documentId: doc.key, status: 'unchanged', chunks: existing.chunkCount });
       progress.documentsDone += 1;
       progress.documentsSkipped += 1;
-      continue;
+      return;
     }
     let chunks: AI4RAGChunk[];
     try {
@@ -235,20 +253,19 @@ export async function ingestDocuments(
         error: (error as Error).message,
       });
       progress.documentsDone += 1;
-      continue;
+      return;
     }
     pending.push({ doc, chunks });
     pendingChunks += chunks.length;
     if (pendingChunks >= INGEST_BATCH_CHUNKS) await flush();
   }
-  await flush();
-  options.onProgress?.({ ...progress });
 
   const pruned: string[] = [];
   const kept: IngestSummary['kept'] = [];
   if (options.prune) {
-    const present = new Set(docs.map((d) => d.key));
-    const protectedKeys = options.keep ?? [];
+    // Read at the end: with a stream, the files that failed to load are known only once it is exhausted.
+    const protectedKeys =
+      typeof options.keep === 'function' ? options.keep() : (options.keep ?? []);
     for (const record of await store.listDocuments()) {
       const id = record.documentId;
       if (present.has(id)) continue;

@@ -50,14 +50,16 @@ export interface SearchTiming {
 
 /**
  * Times `search` (e.g. `(q) => store.search(q, params)`) for each query (after 5 warm-up queries), `rounds`
- * times, and right after each search the statements it issued, replayed alone on the same connection (ours / raw
- * = our overhead beyond the SQL).
+ * times, and right after each search the floor: the query's embedding (`embed`, the model work any search needs,
+ * as the ingest floor includes the embedding) and the statements the search issued, replayed alone on the same
+ * connection (ours / raw = our overhead beyond the model and the SQL).
  */
 export async function timeSearch(
   search: (query: string) => Promise<unknown>,
   rec: RecordingClient,
   queries: string[],
   rounds = 3,
+  embed?: (query: string) => Promise<unknown>,
 ): Promise<SearchTiming> {
   const ours: number[] = [];
   const raw: number[] = [];
@@ -72,6 +74,7 @@ export async function timeSearch(
       rec.on = false;
       const statements = [...rec.log];
       const t1 = performance.now();
+      if (embed !== undefined) await embed(q);
       for (const s of statements) await rec.query(s.text, s.params);
       raw.push(performance.now() - t1);
     }

@@ -367,7 +367,13 @@ export async function runScale(argv: readonly string[]): Promise<void> {
           const built = await store.buildIndex();
           const timings: Record<string, SearchTiming> = {};
           for (const [mode, search] of MODES) {
-            timings[mode] = await timeSearch((q) => search(store, q), client, queries, 1);
+            timings[mode] = await timeSearch(
+              (q) => search(store, q),
+              client,
+              queries,
+              1,
+              mode === 'keyword' ? undefined : (q) => embedder.embedQuery(q),
+            );
           }
           const overlap = await keywordOverlap(store, exact, queries);
           const row: Row = {

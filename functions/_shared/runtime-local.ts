@@ -6,6 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseEndpoints } from '../../shared/src/endpoints.js';
+import { NotFoundError } from '../../shared/src/errors.js';
 import { FsObjectStore } from '../../shared/src/ports/object-store.js';
 import { InProcessQueue } from '../../shared/src/ports/queue.js';
 import type { SqlClient } from '../../shared/src/vectorstores/sql-client.js';
@@ -89,27 +90,36 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     reranker: rerankerFactory(env, async () => fenv.rerankApiKey),
     openStore(collection, embedder, openOptions = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());
-      return stores(`${collection}\u0000${embedder.modelId}`, async () => {
-        const { PgVectorStore, openServerStore } = await loadLocalStore();
-        const createIfMissing = openOptions.createIfMissing ?? false;
-        const store =
-          kind === 'pglite'
-            ? await PgVectorStore.create({
-                client: await client(),
-                embedder,
-                collectionName: collection,
-                createIfMissing,
-              })
-            : await openServerStore({
-                kind,
-                env,
-                embedder,
-                collectionName: collection,
-                createIfMissing,
-              });
-        openedStores.push(store);
-        return store;
-      });
+      const createIfMissing = openOptions.createIfMissing ?? false;
+      const open = () =>
+        stores(`${collection}\u0000${embedder.modelId}`, async () => {
+          const { PgVectorStore, openServerStore } = await loadLocalStore();
+          const store =
+            kind === 'pglite'
+              ? await PgVectorStore.create({
+                  client: await client(),
+                  embedder,
+                  collectionName: collection,
+                  createIfMissing,
+                })
+              : await openServerStore({
+                  kind,
+                  env,
+                  embedder,
+                  collectionName: collection,
+                  createIfMissing,
+                });
+          openedStores.push(store);
+          return store;
+        });
+      // A reader's open of a missing collection may be in flight when a writer asks (both share the cache
+      // entry): the writer then creates it rather than failing with the reader's NotFoundError.
+      return createIfMissing
+        ? open().catch((error: unknown) => {
+            if (error instanceof NotFoundError) return open();
+            throw error;
+          })
+        : open();
     },
     config,
     async close() {

@@ -329,6 +329,37 @@ describe('ai4rag serve: the web app, its routes and the access log', () => {
   });
 });
 
+describe('ai4rag serve: an upload racing a read of the missing collection', () => {
+  it("indexes the upload (the reader's NotFoundError is not the writer's)", async () => {
+    // Prepare: a fresh server, its store not opened yet
+    const dir = await mkdtemp(join(tmpdir(), 'ai4rag-serve-race-'));
+    const server = await startServer({ dataDir: dir, port: 0, token: TOKEN, inMemory: true });
+    const call = (path: string, init: RequestInit = {}) =>
+      fetch(`${server.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      });
+    const signed = (await (
+      await call('/uploads', { method: 'POST', body: JSON.stringify({ key: 'race.md' }) })
+    ).json()) as { url: string };
+
+    // Act: the page loads the stats while the upload is indexed
+    const [stats, put] = await Promise.all([
+      call('/stats'),
+      fetch(signed.url, { method: 'PUT', body: '# Race\n\nThe upload wins the race.\n' }),
+    ]);
+    const after = (await (await call('/stats')).json()) as { documents: number };
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+
+    // Assess
+    expect(stats.status).toBe(200);
+    expect(put.status).toBe(200);
+    expect(((await put.json()) as { status: string }).status).toBe('indexed');
+    expect(after.documents).toBe(1);
+  });
+});
+
 describe('the built web app', () => {
   it('is one page loading its script and styles from this origin, with nothing inline', async () => {
     // Prepare

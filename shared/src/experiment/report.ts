@@ -817,7 +817,11 @@ function renderEffect(effect: Marginal, index: number, axis: Axis, overall: numb
   const labelW = Math.round(
     Math.min(260, Math.max(60, Math.max(...labels.map((l) => l.length)) * 6.2 + 14)),
   );
-  const valueW = 124;
+  const valueTexts = effect.values.map(
+    (v) => `${num(v.meanScore)} (n=${v.trials}${v.cached > 0 ? `, ${v.cached} cached` : ''})`,
+  );
+  // Wide enough for the longest value text (about 6.2 px per 11 px glyph).
+  const valueW = Math.round(Math.max(124, Math.max(...valueTexts.map((t) => t.length)) * 6.2 + 14));
   const plotW = 230;
   const W = labelW + plotW + valueW;
   const rowH = 22;
@@ -829,11 +833,12 @@ function renderEffect(effect: Marginal, index: number, axis: Axis, overall: numb
     const yTop = top + i * rowH;
     const shown = v.value === '' ? '(none)' : v.value;
     const cachedNote = v.cached > 0 ? `, ${v.cached} cached` : '';
+    const valueText = valueTexts[i] as string;
     return (
       `<g><title>${esc(`${effect.parameter} = ${shown}: mean ${num(v.meanScore)} over ${v.trials} trial(s)${cachedNote}`)}</title>` +
       `<text x="${labelW - 6}" y="${yTop + 15}" text-anchor="end" font-size="11" fill="#1b1f24">${esc(labels[i])}</text>` +
       `<rect x="${labelW}" y="${yTop + 3}" width="${px(Math.max(x(v.meanScore) - labelW, 1))}" height="${rowH - 6}" fill="${PALETTE[0]}"/>` +
-      `<text x="${W - valueW + 6}" y="${yTop + 15}" font-size="11" fill="#1b1f24">${esc(`${num(v.meanScore)} (n=${v.trials}${cachedNote})`)}</text></g>`
+      `<text x="${W - valueW + 6}" y="${yTop + 15}" font-size="11" fill="#1b1f24">${esc(valueText)}</text></g>`
     );
   });
   const mean = px(x(overall));

@@ -98,6 +98,9 @@ function watch(page: Page): string[] {
 /** The little of the DOM the page functions below use (the test project compiles without the DOM library). */
 interface DomNode {
   hidden: boolean;
+  getBBox(): { x: number; width: number };
+  viewBox: { baseVal: { width: number } };
+  closest(selector: string): DomNode | null;
   open: boolean;
   id: string;
   textContent: string | null;
@@ -131,6 +134,20 @@ function sidewaysScroll(page: Page): Promise<string[]> {
       if (w.scrollWidth > w.clientWidth) {
         out.push(`${w.querySelector('table')?.id ?? '?'} ${w.scrollWidth} > ${w.clientWidth}`);
       }
+    }
+    return out;
+  });
+}
+
+/** Chart texts that run past the right edge of their SVG (they would be cut off). */
+function clippedChartText(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const doc = (globalThis as unknown as { document: PageDocument }).document;
+    const out: string[] = [];
+    for (const t of doc.querySelectorAll('svg text')) {
+      const svg = t.closest('svg') as DomNode;
+      const box = t.getBBox();
+      if (box.x + box.width > svg.viewBox.baseVal.width + 0.5) out.push(t.textContent ?? '');
     }
     return out;
   });
@@ -182,22 +199,30 @@ describe.skipIf(browser === undefined)(
     }
 
     it('fits 1400 px without sideways scrolling and logs no error or CSP violation', async () => {
-      // Prepare: also the hand-made fixture, with long model ids and a failed trial.
-      const other = join(dir, 'report-handmade.html');
-      const handmade = readFileSync(
-        new URL('../../fixtures/experiment/report-data.json', import.meta.url),
-        'utf8',
-      );
-      await writeFile(other, renderReport(JSON.parse(handmade) as ReportData), 'utf8');
+      // Prepare: also the hand-made fixture (long model ids, a failed trial) and the fully cached re-run.
+      const others: string[] = [];
+      for (const name of ['report-data.json', 'report-data-examples-cached.json']) {
+        const text = readFileSync(
+          new URL(`../../fixtures/experiment/${name}`, import.meta.url),
+          'utf8',
+        );
+        const other = join(dir, `${name}.html`);
+        await writeFile(other, renderReport(JSON.parse(text) as ReportData), 'utf8');
+        others.push(other);
+      }
 
       // Act
       const { page, problems, close } = await open();
-      const second = await open(true, pathToFileURL(other).href);
 
       // Assess
-      expect(await sidewaysScroll(second.page)).toEqual([]);
-      expect(second.problems).toEqual([]);
-      await second.close();
+      for (const other of others) {
+        const second = await open(true, pathToFileURL(other).href);
+        expect(await sidewaysScroll(second.page)).toEqual([]);
+        expect(await clippedChartText(second.page)).toEqual([]);
+        expect(second.problems).toEqual([]);
+        await second.close();
+      }
+      expect(await clippedChartText(page)).toEqual([]);
       expect(await sidewaysScroll(page)).toEqual([]);
       expect(problems).toEqual([]);
       // The script ran under the CSP: filter boxes shown, headers are sort buttons.

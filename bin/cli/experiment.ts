@@ -37,6 +37,7 @@ import { type OptionSpec, oneOf, optInt, type Parsed, str } from './args.js';
 import { dryRunExperiment } from './dry-run.js';
 import { LocalExecutionError, runLocalExperiment } from './local-state-machine.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
+import { ExperimentProgress } from './progress.js';
 import { experimentRerank, RERANK_OPTIONS } from './rerank.js';
 
 type Io = { out(line: string): void; err(line: string): void };
@@ -187,7 +188,7 @@ export async function preflightExperiment(
   docsPath: string,
   storeKind: StoreKind,
   defaultModels?: { foundationModels?: readonly string[]; embeddingModels?: readonly string[] },
-): Promise<ExperimentInput> {
+): Promise<{ input: ExperimentInput; combinations: number }> {
   const parsed = ExperimentInputSchema.safeParse(input);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => {
@@ -208,8 +209,9 @@ export async function preflightExperiment(
       '--metric answer_relevance needs --judge-model ID (the chat model that judges the answers)',
     );
   }
+  let combinations: number;
   try {
-    experimentCandidates(
+    combinations = experimentCandidates(
       valid,
       valid.foundationModels ??
         defaultModels?.foundationModels ?? [...DEFAULT_EXPERIMENT_FOUNDATION_MODELS],
@@ -218,7 +220,7 @@ export async function preflightExperiment(
         defaultModels?.embeddingModels ?? [...DEFAULT_EXPERIMENT_EMBEDDING_MODELS]
       ).map((modelId) => ({ modelId })),
       storeKind,
-    );
+    ).length;
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     const message = error.message.replace(/^Invalid search space overrides: /, '');
@@ -232,7 +234,7 @@ export async function preflightExperiment(
     );
   }
   if (!(await hasFile(docsPath))) throw new ValidationError(`--docs "${docsPath}" holds no files`);
-  return valid;
+  return { input: valid, combinations };
 }
 
 async function hasFile(path: string): Promise<boolean> {
@@ -361,8 +363,9 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     store: storeKind,
   });
   const deployed = runtime.config.deployedModels;
+  let checked: Awaited<ReturnType<typeof preflightExperiment>>;
   try {
-    await preflightExperiment(input, files, docsPath, storeKind, {
+    checked = await preflightExperiment(input, files, docsPath, storeKind, {
       ...(deployed?.foundation !== undefined && { foundationModels: [deployed.foundation] }),
       ...(deployed?.embedding !== undefined && { embeddingModels: [deployed.embedding] }),
     });
@@ -371,40 +374,60 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     throw error;
   }
   const started = Date.now();
-  const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s`;
-  const log = (line: string) => {
-    if (!quiet) io.err(line);
-  };
   try {
+    const prefix = experimentPrefix(experimentId);
+    // The trials this run evaluates at most: the budget, less what a resumed experiment recorded.
+    const recorded = (await runtime.objectStore.exists(ledgerKeys(prefix).state))
+      ? (await readState(runtime.objectStore, prefix)).trials.filter((t) => t.status !== 'running')
+          .length
+      : 0;
+    const budget = Math.max(0, Math.min(checked.input.maxEvals, checked.combinations) - recorded);
+    const progress = new ExperimentProgress(process.stderr, { trials: budget });
+    const log = (line: string) => {
+      if (!quiet) progress.log(line);
+    };
     await putJson(runtime.objectStore, input.benchmarkKey as string, questions);
     log(`ai4rag experiment ${experimentId}: documents ${docs}, ${questions.length} questions`);
+    let state = '';
     const onEvent = (e: StatusEvent) => {
-      if (e.step === 'evaluation' || e.step === 'generation') return;
+      if (quiet || e.step === 'evaluation' || e.step === 'generation') return;
       const tag = e.level === 'info' ? '' : `${e.level.toUpperCase()} `;
-      log(`${elapsed()}  ${tag}${e.message}`);
+      const line = `${progress.elapsed()}  ${tag}${e.message}`;
+      // A trial answered from the cache, or one that failed (reported when its round is recorded), is done too.
+      if (/same indexing and RAG parameters as an earlier evaluation/.test(e.message)) {
+        progress.trialDone(/^(\S+):/.exec(e.message)?.[1], line);
+      } else if (state === 'Record' && e.level === 'warning') progress.trialDone(undefined, line);
+      else progress.log(line);
     };
     const onPattern = (payload: PatternPayload) => {
+      if (quiet) return;
       const metric = payload.evaluation.metrics.find((m) => m.optimization_metric);
-      log(
-        `${elapsed()}  ✓ ${payload.name.padEnd(10)} ${metric?.name ?? 'score'} ${metric?.scores.mean ?? 'n/a'}  (${describeConfig(payload)})`,
+      progress.trialDone(
+        payload.name,
+        `${progress.elapsed()}  ✓ ${payload.name.padEnd(10)} ${metric?.name ?? 'score'} ${metric?.scores.mean ?? 'n/a'}  (${describeConfig(payload)})`,
       );
+    };
+    const onQuestion = (q: { pattern: string; done: number; total: number }) => {
+      if (!quiet) progress.question(q.pattern, q.done, q.total);
     };
     const result = await runLocalExperiment({
       runtime,
       input,
-      listeners: { onEvent, onPattern },
+      listeners: { onEvent, onPattern, onQuestion },
       context: { trialConcurrency },
       onState: (name, type) => {
+        state = name;
         if (type !== 'Task' || name === 'Prepare' || name === 'Finalize')
-          log(`${elapsed()}  » ${name}`);
+          log(`${progress.elapsed()}  » ${name}`);
       },
-    }).catch((error: unknown) => {
-      throw prepareValidationError(error, input.benchmarkKey as string, files) ?? error;
-    });
+    })
+      .catch((error: unknown) => {
+        throw prepareValidationError(error, input.benchmarkKey as string, files) ?? error;
+      })
+      .finally(() => progress.end());
     const artefacts = (result.output as { artefacts?: ExperimentArtefacts }).artefacts;
     if (artefacts === undefined)
       throw new ValidationError('the state machine returned no artefacts');
-    const prefix = experimentPrefix(experimentId);
     const keys = ledgerKeys(prefix);
     const leaderboard = await getJson<LeaderboardEntry[]>(runtime.objectStore, keys.leaderboard);
     const usage = (await getJson<ReportData>(runtime.objectStore, keys.reportData)).usage;

@@ -29,6 +29,7 @@ export const EXPERIMENT_RENDER = Object.freeze({
 export interface ExperimentListeners {
   onEvent?: (event: StatusEvent) => void;
   onPattern?: (payload: PatternPayload, evaluation: EvaluationRecord[]) => void;
+  onQuestion?: ExperimentDeps['onQuestion'];
 }
 
 /** The experiment steps' dependencies from a handler runtime. */
@@ -55,6 +56,7 @@ export function experimentDeps(
     ...(reranker !== undefined && { reranker: (id: string) => reranker(id, { patient: true }) }),
     openStore: (collection, embedder, options) => runtime.openStore(collection, embedder, options),
     ...(listeners.onEvent && { onEvent: listeners.onEvent }),
+    ...(listeners.onQuestion && { onQuestion: listeners.onQuestion }),
     ...(listeners.onPattern && { onPattern: listeners.onPattern }),
   };
 }

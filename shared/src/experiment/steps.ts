@@ -122,6 +122,8 @@ export interface ExperimentDeps {
   onEvent?: (event: StatusEvent) => void;
   /** Called with each finished pattern (ai4rag's `on_pattern_creation`). */
   onPattern?: (payload: PatternPayload, evaluation: EvaluationRecord[]) => void;
+  /** Live per-question progress inside a trial (the terminal's progress); not persisted. */
+  onQuestion?: (progress: { pattern: string; done: number; total: number }) => void;
   now?: () => Date;
 }
 
@@ -984,9 +986,17 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
           reranker: { reranker, candidates: rr.candidates, k: settings.retrieval.numberOfChunks },
         }),
     });
+    let answeredSoFar = 0;
+    const questionDone = () =>
+      deps.onQuestion?.({
+        pattern: plan.patternName,
+        done: ++answeredSoFar,
+        total: questions.length,
+      });
     const answers = await mapLimit(questions, state.input.questionConcurrency, async (q) => {
       try {
         const a = await rag.generate(q.question);
+        questionDone();
         return {
           ok: true as const,
           answer: a.answer,
@@ -995,6 +1005,7 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
           ...(a.queryTransform && { transform: a.queryTransform }),
         };
       } catch (error) {
+        questionDone();
         return { ok: false as const, error: describeError(error) };
       }
     });

@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
 /**
  * The web playground in a real browser: Debian's Chromium driven by playwright-core against `ai4rag serve`
  * (startServer on a free port, a temporary data folder, the app built from web/ for this run). Skipped when no

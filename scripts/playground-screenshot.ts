@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * Writes the README's pictures of the web playground: docs/playground.png (the Ask page answering with the best
  * pattern of an experiment, a citation followed to its source) and docs/playground-experiment.png (that

@@ -14,7 +14,7 @@ import {
   WriteEndedError,
 } from '../errors.js';
 import { compileFilterSql, type FilterNode, parseMetadataFilter } from '../filter.js';
-import { auxiliaryName, quoteIdent, resolveCollectionName } from '../naming.js';
+import { resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
 import {
   checkLease,
@@ -56,17 +56,26 @@ import {
   termFrequencies,
   termId,
 } from './bm25.js';
-import { type ChunkRow as CopyRow, encodeChunkRows, encodeInt4Pairs } from './copy-binary.js';
+import { applyDf, foldDf, logDf, N_TERM, TOTAL_TERM } from './bm25-stats.js';
+import { type ChunkRow as CopyRow, encodeChunkRows } from './copy-binary.js';
 import {
   DEFAULT_KEYWORD_DEPTH,
   type KeywordIndexNames,
   keywordIndexBackfill,
-  keywordIndexDdl,
-  keywordIndexDrop,
   keywordIndexMismatchSql,
-  keywordIndexNames,
   keywordQuery,
 } from './keyword-index.js';
+import { type CollectionTables, collectionTables } from './names.js';
+import {
+  createCollectionTables,
+  createRegistry,
+  dropPgCollection,
+  missingSchema,
+  REGISTRY_TABLE,
+  SCHEMA_LOCK_TIMEOUT_MS,
+} from './schema.js';
+
+export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
 
 /** How often a store without an ANN index asks the catalogue whether one was built meanwhile. */
 const ANN_RECHECK_MS = 30_000;
@@ -79,16 +88,8 @@ export const UPSERT_BATCH_SIZE = 1024;
 export const MAX_HNSW_DIMENSION = 2000;
 /** Largest `vector` dimension pgvector stores. */
 export const MAX_VECTOR_DIMENSION = 16000;
-/** The shared registry of collections (one row per collection). */
-export const REGISTRY_TABLE = 'ai4rag_collections';
-/** `lock_timeout` of a schema change (ms): it gives up instead of queueing every query behind its lock. */
-export const SCHEMA_LOCK_TIMEOUT_MS = 5000;
 
 const REWEIGHT_BATCH = 1000;
-const DF_BATCH = 10_000;
-/** Pseudo-terms of the df log that carry the chunk-count and token-total deltas (real term ids are ≥ 0). */
-const N_TERM = -1;
-const TOTAL_TERM = -2;
 
 const OPERATOR: Record<DistanceMetric, string> = {
   cosine: '<=>',
@@ -319,29 +320,6 @@ function refusal(
 }
 
 /**
- * Drops a collection's tables and its registry row (no-op for an unknown name). For tests and trial cleanup.
- * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
- * @example await dropPgCollection(client, 'ai4rag_trial_3');
- */
-export async function dropPgCollection(client: SqlClient, collectionName: string): Promise<void> {
-  const key = resolveCollectionName(collectionName).toLowerCase();
-  await client.transaction(async (tx) => {
-    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(key)}`);
-    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 't'))}`);
-    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 'l'))}`);
-    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 'd'))}`);
-    await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(auxiliaryName(key, 'w'))}`);
-    for (const sql of keywordIndexDrop(keywordIndexNames(key))) await tx.query(sql);
-    const reg = await tx.query<{ t: string | null }>(`SELECT to_regclass($1) AS t`, [
-      REGISTRY_TABLE,
-    ]);
-    if (reg.rows[0]?.t != null) {
-      await tx.query(`DELETE FROM ${REGISTRY_TABLE} WHERE name = $1`, [key]);
-    }
-  });
-}
-
-/**
  * pgvector-backed {@link VectorStore} over any {@link SqlClient} (PGlite in-process, or a `pg.Pool`). Dense search
  * uses pgvector's distance operators (HNSW index built lazily); keyword search is real BM25 stored as `sparsevec`
  * weights; hybrid search fuses both in memory. See `shared/src/vectorstores/README.md`.
@@ -368,6 +346,7 @@ export class PgVectorStore implements VectorStore {
   private readonly hybridCandidates: number;
   private readonly keywordDepth: number;
   private readonly kw: KeywordIndexNames;
+  private readonly t: CollectionTables;
   private readonly k1: number;
   private readonly b: number;
   private readonly reweightTolerance: number;
@@ -396,19 +375,20 @@ export class PgVectorStore implements VectorStore {
     this.embedder = options.embedder;
     this.collectionName = name;
     this.key = name.toLowerCase();
-    this.table = quoteIdent(this.key);
-    this.dfTable = quoteIdent(auxiliaryName(this.key, 't'));
-    this.dfLog = quoteIdent(auxiliaryName(this.key, 'l'));
-    this.docTable = quoteIdent(auxiliaryName(this.key, 'd'));
-    this.writesTable = quoteIdent(auxiliaryName(this.key, 'w'));
-    this.visible = `${this.table}.version NOT IN (SELECT version FROM ${this.writesTable} WHERE finished_at IS NULL)`;
-    this.hnswIndex = quoteIdent(auxiliaryName(this.key, 'h'));
+    this.t = collectionTables(this.key);
+    this.table = this.t.table;
+    this.dfTable = this.t.dfTable;
+    this.dfLog = this.t.dfLog;
+    this.docTable = this.t.docTable;
+    this.writesTable = this.t.writesTable;
+    this.visible = this.t.visible;
+    this.hnswIndex = this.t.hnswIndex;
     this.distance = options.distance ?? 'cosine';
     this.dimension = options.embedder.dimension;
     this.annMinRows = options.annMinRows ?? 20_000;
     this.hybridCandidates = options.hybridCandidates ?? 100;
     this.keywordDepth = options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH;
-    this.kw = keywordIndexNames(this.key);
+    this.kw = this.t.kw;
     this.k1 = options.bm25?.k1 ?? DEFAULT_BM25_K1;
     this.b = options.bm25?.b ?? DEFAULT_BM25_B;
     this.reweightTolerance = options.bm25?.reweightTolerance ?? 0.1;
@@ -494,7 +474,7 @@ export class PgVectorStore implements VectorStore {
 
     // Schema changes only where something is missing (one catalogue read otherwise), and never by a reader:
     // DDL takes ACCESS EXCLUSIVE locks that would queue every search behind it.
-    const missing = await this.missingSchema();
+    const missing = await missingSchema(this.client, this.t);
     if (missing.length > 0) {
       if (!this.createIfMissing) {
         throw new VectorStoreError(
@@ -509,7 +489,12 @@ export class PgVectorStore implements VectorStore {
         await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
           `${REGISTRY_TABLE}:schema`,
         ]);
-        await this.createSchema(tx);
+        await createRegistry(tx);
+        // Checked before the tables are created, so a mismatching collection gets no table of the wrong dimension.
+        this.checkCompatible(await this.registerCollection(tx));
+        await createCollectionTables(tx, this.t, this.dimension, (m) =>
+          this.logger(`collection ${this.collectionName}: ${m}`),
+        );
       });
     }
     const reg = this.createIfMissing
@@ -537,32 +522,6 @@ export class PgVectorStore implements VectorStore {
       }
       await this.refreshBm25(true);
     }
-  }
-
-  /**
-   * Tables, columns and indexes of the current schema that are missing (`table.column`, or an index name), from
-   * one catalogue query; empty when the collection is up to date.
-   */
-  private async missingSchema(): Promise<string[]> {
-    const want: [string, string][] = [
-      [REGISTRY_TABLE, 'df_pending'],
-      [this.table.slice(1, -1), 'version'],
-      [this.dfTable.slice(1, -1), 'df'],
-      [this.dfLog.slice(1, -1), 'delta'],
-      [this.docTable.slice(1, -1), 'deleted_at'],
-      [this.writesTable.slice(1, -1), 'finished_at'],
-      [this.table.slice(1, -1), 'rid'],
-      [this.kw.postings.slice(1, -1), 'rid'],
-    ];
-    const indexes = [auxiliaryName(this.key, 's'), this.kw.postingsIndex.slice(1, -1)];
-    const res = await this.client.query<{ missing: string }>(
-      `SELECT w.t || '.' || w.c AS missing FROM unnest($1::text[], $2::text[]) AS w(t, c)
-       WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
-         WHERE a.attrelid = to_regclass(quote_ident(w.t)) AND a.attname = w.c AND NOT a.attisdropped)
-       UNION ALL SELECT i FROM unnest($3::text[]) AS i WHERE to_regclass(quote_ident(i)) IS NULL`,
-      [want.map(([t]) => t), want.map(([, col]) => col), indexes],
-    );
-    return res.rows.map((r) => r.missing);
   }
 
   /** Whether this session may write the collection (a read-only role may not: it then never folds statistics). */
@@ -616,123 +575,6 @@ export class PgVectorStore implements VectorStore {
     }
   }
 
-  /**
-   * Creates what {@link missingSchema} reports missing, inside the caller's transaction (which holds the schema
-   * advisory lock and a lock timeout): the registry, this collection's tables, and older layouts migrated.
-   */
-  private async createSchema(tx: SqlClient): Promise<void> {
-    await tx.query(`CREATE TABLE IF NOT EXISTS ${REGISTRY_TABLE} (
-        name text PRIMARY KEY,
-        dimension int NOT NULL,
-        distance text NOT NULL,
-        embedding_model text NOT NULL,
-        analyzer_version text NOT NULL,
-        bm25_k1 float8 NOT NULL,
-        bm25_b float8 NOT NULL,
-        bm25_avgdl_weighted float8,
-        chunk_count bigint NOT NULL DEFAULT 0,
-        token_total bigint NOT NULL DEFAULT 0,
-        df_pending boolean NOT NULL DEFAULT false,
-        created_at timestamptz NOT NULL DEFAULT now())`);
-    // Registries created before the deferred document-frequency log existed.
-    await tx.query(
-      `ALTER TABLE ${REGISTRY_TABLE} ADD COLUMN IF NOT EXISTS df_pending boolean NOT NULL DEFAULT false`,
-    );
-    // Checked before the tables are created, so a mismatching collection gets no table of the wrong dimension.
-    this.checkCompatible(await this.registerCollection(tx));
-    await tx.query(`CREATE TABLE IF NOT EXISTS ${this.table} (
-        id text NOT NULL,
-        document_id text NOT NULL,
-        sequence_number int NOT NULL,
-        content text NOT NULL,
-        metadata jsonb NOT NULL,
-        embedding vector(${this.dimension}) NOT NULL,
-        bm25 sparsevec(${BM25_DIM}),
-        token_count int NOT NULL,
-        version text NOT NULL DEFAULT '',
-        rid bigint GENERATED BY DEFAULT AS IDENTITY,
-        PRIMARY KEY (id, version))`);
-    await tx.query(
-      `CREATE INDEX IF NOT EXISTS ${quoteIdent(auxiliaryName(this.key, 's'))} ON ${this.table} (document_id, sequence_number)`,
-    );
-    await tx.query(
-      `CREATE TABLE IF NOT EXISTS ${this.dfTable} (term int PRIMARY KEY, df int NOT NULL)`,
-    );
-    await tx.query(
-      `CREATE TABLE IF NOT EXISTS ${this.dfLog} (term int NOT NULL, delta int NOT NULL)`,
-    );
-    await tx.query(`CREATE TABLE IF NOT EXISTS ${this.docTable} (
-        document_id text PRIMARY KEY,
-        content_hash text NOT NULL,
-        chunk_count int NOT NULL,
-        updated_at timestamptz NOT NULL,
-        metadata jsonb,
-        version text,
-        sequencer text,
-        deleted_at timestamptz)`);
-    await tx.query(`CREATE TABLE IF NOT EXISTS ${this.writesTable} (
-        version text PRIMARY KEY,
-        owner text NOT NULL,
-        lease_seconds float8 NOT NULL,
-        expires_at timestamptz NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        finished_at timestamptz)`);
-    await this.migrate(tx);
-    const postings = await tx.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
-      this.kw.postings.slice(1, -1),
-    ]);
-    for (const sql of keywordIndexDdl(this.kw)) await tx.query(sql);
-    if (postings.rows[0]?.t == null) {
-      // A collection from before the keyword index (or a new, empty one): its postings from the stored weights.
-      for (const sql of keywordIndexBackfill(this.kw)) await tx.query(sql);
-    }
-  }
-
-  /**
-   * Brings a collection created before staged writes to the current schema (chunk version column in the primary
-   * key, document version / sequencer / tombstone columns). One catalogue query when nothing is to do; the DDL
-   * runs once, under the registry lock the caller holds.
-   */
-  private async migrate(tx: SqlClient): Promise<void> {
-    const cols = await tx.query<{ table_name: string; column_name: string }>(
-      `SELECT table_name, column_name FROM information_schema.columns
-       WHERE table_schema = current_schema() AND table_name = ANY($1::text[])
-         AND column_name IN ('version', 'deleted_at')`,
-      [[this.table.slice(1, -1), this.docTable.slice(1, -1)]],
-    );
-    const has = (table: string, column: string) =>
-      cols.rows.some((r) => r.table_name === table.slice(1, -1) && r.column_name === column);
-    if (!has(this.table, 'version')) {
-      const pk = await tx.query<{ conname: string }>(
-        `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
-        [this.table.slice(1, -1)],
-      );
-      await tx.query(`ALTER TABLE ${this.table} ADD COLUMN version text NOT NULL DEFAULT ''`);
-      const name = pk.rows[0]?.conname;
-      if (name !== undefined) {
-        await tx.query(`ALTER TABLE ${this.table} DROP CONSTRAINT ${quoteIdent(name)}`);
-      }
-      await tx.query(`ALTER TABLE ${this.table} ADD PRIMARY KEY (id, version)`);
-      this.logger(`collection ${this.collectionName}: chunk table migrated to versioned rows`);
-    }
-    const rid = await tx.query<{ one: number }>(
-      `SELECT 1 AS one FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'rid' AND NOT attisdropped`,
-      [this.table.slice(1, -1)],
-    );
-    if (rid.rows.length === 0) {
-      await tx.query(
-        `ALTER TABLE ${this.table} ADD COLUMN rid bigint GENERATED BY DEFAULT AS IDENTITY`,
-      );
-      this.logger(`collection ${this.collectionName}: chunk table given row ids (keyword index)`);
-    }
-    if (!has(this.docTable, 'deleted_at')) {
-      await tx.query(
-        `ALTER TABLE ${this.docTable} ADD COLUMN IF NOT EXISTS version text,
-           ADD COLUMN IF NOT EXISTS sequencer text, ADD COLUMN IF NOT EXISTS deleted_at timestamptz`,
-      );
-    }
-  }
-
   /** Wraps foreign errors; the message names the operation, never SQL text or values. */
   private async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     try {
@@ -773,86 +615,6 @@ export class PgVectorStore implements VectorStore {
       );
     }
     return row;
-  }
-
-  /**
-   * Records the statistics changes of a write: per-term document-frequency deltas and, under the pseudo-terms
-   * {@link N_TERM} / {@link TOTAL_TERM}, the chunk-count and token-total deltas. Writers only append (binary COPY
-   * where available) and take no collection-wide lock, so writers of different documents never wait on each
-   * other; the log is folded into the df table and the registry once, before the next keyword search (`foldDf`).
-   */
-  private async logDf(
-    tx: SqlClient,
-    delta: Map<number, number>,
-    chunks = 0,
-    tokens = 0,
-  ): Promise<void> {
-    const terms: number[] = [];
-    const deltas: number[] = [];
-    if (chunks !== 0) {
-      terms.push(N_TERM);
-      deltas.push(chunks);
-    }
-    if (tokens !== 0) {
-      terms.push(TOTAL_TERM);
-      deltas.push(tokens);
-    }
-    for (const [term, d] of delta) {
-      if (d === 0) continue;
-      terms.push(term);
-      deltas.push(d);
-    }
-    if (terms.length === 0) return;
-    if (this.useCopy && tx.copyFrom) {
-      await tx.copyFrom(this.dfLog, ['term', 'delta'], encodeInt4Pairs(terms, deltas));
-    } else {
-      for (let i = 0; i < terms.length; i += DF_BATCH) {
-        await tx.query(
-          `INSERT INTO ${this.dfLog} (term, delta) SELECT * FROM unnest($1::int4[], $2::int4[])`,
-          [terms.slice(i, i + DF_BATCH), deltas.slice(i, i + DF_BATCH)],
-        );
-      }
-    }
-  }
-
-  /**
-   * Folds the df log into the df table and the registry's counts, and clears it — in one statement, so rows that
-   * writers append meanwhile are neither lost nor counted twice. Caller holds the registry lock.
-   */
-  private async foldDf(tx: SqlClient): Promise<void> {
-    await tx.query(
-      `WITH moved AS (DELETE FROM ${this.dfLog} RETURNING term, delta),
-       agg AS (SELECT term, sum(delta)::bigint AS d FROM moved GROUP BY term),
-       up AS (
-         INSERT INTO ${this.dfTable} AS x (term, df)
-         SELECT term, d::int FROM agg WHERE term >= 0 AND d <> 0
-         ON CONFLICT (term) DO UPDATE SET df = x.df + EXCLUDED.df RETURNING 1)
-       UPDATE ${REGISTRY_TABLE} SET
-         chunk_count = GREATEST(0, chunk_count + COALESCE((SELECT d FROM agg WHERE term = ${N_TERM}), 0)),
-         token_total = GREATEST(0, token_total + COALESCE((SELECT d FROM agg WHERE term = ${TOTAL_TERM}), 0)),
-         df_pending = false
-       WHERE name = $1`,
-      [this.key],
-    );
-    await tx.query(`DELETE FROM ${this.dfTable} WHERE df <= 0`);
-    await tx.query(
-      `UPDATE ${REGISTRY_TABLE} SET bm25_avgdl_weighted = NULL WHERE name = $1 AND chunk_count = 0`,
-      [this.key],
-    );
-  }
-
-  private async applyDf(tx: SqlClient, delta: Map<number, number>): Promise<void> {
-    const entries = [...delta.entries()].filter(([, d]) => d !== 0);
-    for (let i = 0; i < entries.length; i += DF_BATCH) {
-      const slice = entries.slice(i, i + DF_BATCH);
-      await tx.query(
-        `INSERT INTO ${this.dfTable} AS d (term, df)
-         SELECT u.term, u.df FROM unnest($1::int4[], $2::int4[]) AS u(term, df)
-         ON CONFLICT (term) DO UPDATE SET df = d.df + EXCLUDED.df`,
-        [slice.map(([t]) => t), slice.map(([, d]) => d)],
-      );
-    }
-    if (entries.some(([, d]) => d < 0)) await tx.query(`DELETE FROM ${this.dfTable} WHERE df <= 0`);
   }
 
   /**
@@ -1031,7 +793,7 @@ export class PgVectorStore implements VectorStore {
         ],
       );
     }
-    await this.logDf(tx, dfDelta, added, tokenDelta);
+    await logDf(tx, this.t, this.useCopy, dfDelta, added, tokenDelta);
     if (reg.bm25_avgdl_weighted === null || reg.bm25_avgdl_weighted <= 0) {
       // The first write of a collection fixes the avgdl its weights were computed with (the only registry write
       // on the write path; later drift is handled by re-weighting before a keyword search).
@@ -1444,7 +1206,7 @@ export class PgVectorStore implements VectorStore {
         this.run('BM25 statistics', () =>
           this.client.transaction(async (tx) => {
             await this.lockRegistry(tx);
-            await this.foldDf(tx);
+            await foldDf(tx, this.t);
           }),
         ),
       );
@@ -1502,7 +1264,7 @@ export class PgVectorStore implements VectorStore {
             await tx.query(`UPDATE ${REGISTRY_TABLE} SET df_pending = false WHERE name = $1`, [
               this.key,
             ]);
-            await this.applyDf(tx, df);
+            await applyDf(tx, this.t, df);
           }
           const avgdl = n > 0 && total > 0 ? total / n : 1;
           await this.forEachRowBatch(tx, async (rows) => {
@@ -1600,7 +1362,7 @@ export class PgVectorStore implements VectorStore {
       }
     }
     const count = res.rows.length;
-    if (count > 0) await this.logDf(tx, delta, -count, -tokens);
+    if (count > 0) await logDf(tx, this.t, this.useCopy, delta, -count, -tokens);
     return count;
   }
 
@@ -1918,7 +1680,7 @@ export class PgVectorStore implements VectorStore {
            FOR UPDATE SKIP LOCKED`,
           [this.key],
         );
-        if (row.rows.length > 0) await this.foldDf(tx);
+        if (row.rows.length > 0) await foldDf(tx, this.t);
       });
     } catch (error: unknown) {
       // The write is committed; the next fold (or a writer's keyword search) catches up.

@@ -6,9 +6,10 @@
  *
  * A keyword search reads the `depth` highest-weighted postings of each query term (an index range scan whose cost
  * does not grow with the collection), sums the partial scores per chunk, and rescores the best candidates exactly
- * from their `bm25` column. When no query term has more than `depth` postings the candidates are every chunk holding
- * a query term and the result equals the exact scan; otherwise a chunk outside every term's top `depth` can be
- * missed (measured by `npm run bench -- --scale`, which reports the top-10 overlap with the exact scan).
+ * from their `bm25` column. The query also returns a bound on what any chunk it did not rescore can score (see
+ * {@link keywordQuery}): when the k-th hit beats it, the top k is exactly the exact scan's; otherwise the store reads
+ * deeper once, and past that a chunk outside every term's top postings can be missed (measured by
+ * `npm run bench -- --scale`, which reports the top-10 overlap with the exact scan).
  */
 import { auxiliaryName, quoteIdent } from '../naming.js';
 
@@ -122,7 +123,12 @@ export function keywordIndexDrop(n: KeywordIndexNames): string[] {
  * The query: `$1` term ids, `$2` their query weights (idf × query tf), `$3` depth, `$4` candidates kept, `$5` the
  * query as sparsevec (exact rescoring), `$6` limit; `visible` and `extra` are SQL predicates on the chunk table
  * (visibility of staged writes, the compiled metadata filter with parameters from `$7`). Result rows are the hits
- * best first; the last row (`id` NULL) carries `truncated` (some term had more than `depth` postings) and `ncand`.
+ * best first; the last row (`id` NULL) carries `bound` and `ncand`:
+ * - `bound`: the most a chunk missing from every cut list can score — the sum, over the terms whose list was cut at
+ *   `depth`, of the lowest partial score read (0 when no list was cut);
+ * - `cth`: the partial score of the last candidate kept when `ncand` reached `$4` (else 0), so a chunk read but not
+ *   kept scores at most `cth + bound`.
+ * The top k is provably exact when the k-th hit scores at least `cth + bound`.
  */
 export function keywordQuery(n: KeywordIndexNames, visible: string, extra: string): string {
   const t = n.table;
@@ -133,8 +139,11 @@ export function keywordQuery(n: KeywordIndexNames, visible: string, extra: strin
     res AS (SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
       FROM cand JOIN ${t} ON ${t}.rid = cand.rid WHERE ${visible} ${extra}
       ORDER BY score DESC, ${t}.id LIMIT $6)
-    SELECT id, content, metadata, score, NULL::boolean AS truncated, NULL::int AS ncand, 1 AS part FROM res
+    SELECT id, content, metadata, score, NULL::float8 AS bound, NULL::float8 AS cth, NULL::int AS ncand, 1 AS part
+    FROM res
     UNION ALL SELECT NULL, NULL, NULL, NULL,
-      EXISTS (SELECT 1 FROM hits GROUP BY term HAVING count(*) >= $3), (SELECT count(*)::int FROM cand), 2
+      (SELECT COALESCE(sum(m), 0) FROM (SELECT min(s) AS m FROM hits GROUP BY term HAVING count(*) >= $3) b),
+      (SELECT CASE WHEN count(*) >= $4 THEN min(s) ELSE 0 END FROM cand),
+      (SELECT count(*)::int FROM cand), 2
     ORDER BY part, score DESC, id`;
 }

@@ -1117,9 +1117,10 @@ export class PgVectorStore implements VectorStore {
   }
 
   /**
-   * Keyword search through the postings index (`keyword-index.ts`). Undefined when its candidates hold fewer than
-   * `limit` visible matches while more may exist (a selective filter, staged rows, or a truncated term list): the
-   * caller then scans exactly, so the result is complete.
+   * Keyword search through the postings index (`keyword-index.ts`): the top `limit` when the query's bound proves
+   * it exact, else once more four times deeper, else the best found (a chunk outside every term's top postings can
+   * be missed). Undefined when the candidates hold fewer than `limit` visible matches while more may exist (a
+   * selective filter, staged rows, a cut list): the caller then scans exactly, so the result is complete.
    */
   private async indexedKeywordSearch(
     weights: ReadonlyMap<number, number>,
@@ -1127,30 +1128,40 @@ export class PgVectorStore implements VectorStore {
     filter: FilterNode | undefined,
   ): Promise<ScoredRow[] | undefined> {
     const terms = [...weights.keys()];
-    const candidates = filter === undefined ? Math.max(200, 4 * limit) : Math.max(1000, 20 * limit);
-    const params: unknown[] = [
-      terms,
-      terms.map((t) => weights.get(t) as number),
-      this.keywordDepth,
-      candidates,
-      sparseLiteral(weights),
-      limit,
-    ];
-    let extra = '';
-    if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
-    const res = await this.client.query<
-      ScoredRow & { truncated: boolean | null; ncand: number | null }
-    >(keywordQuery(this.kw, this.visible, extra), params);
-    const flags = res.rows[res.rows.length - 1];
-    const rows = res.rows.slice(0, -1).map(({ id, content, metadata, score }) => ({
-      id,
-      content,
-      metadata,
-      score,
-    }));
-    // Complete: every chunk holding a query term was a candidate (no term list cut, fewer than `candidates`).
-    const complete = flags?.truncated === false && (flags.ncand ?? 0) < candidates;
-    return rows.length >= limit || complete ? rows : undefined;
+    const query = sparseLiteral(weights);
+    const attempt = async (depth: number, candidates: number) => {
+      const params: unknown[] = [
+        terms,
+        terms.map((t) => weights.get(t) as number),
+        depth,
+        candidates,
+        query,
+        limit,
+      ];
+      let extra = '';
+      if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
+      const res = await this.client.query<
+        ScoredRow & { bound: number | null; cth: number | null; ncand: number | null }
+      >(keywordQuery(this.kw, this.visible, extra), params);
+      const flags = res.rows[res.rows.length - 1];
+      const rows = res.rows.slice(0, -1).map(({ id, content, metadata, score }) => ({
+        id,
+        content,
+        metadata,
+        score,
+      }));
+      const bound = (flags?.bound ?? 0) + (flags?.cth ?? 0);
+      // Every chunk holding a query term was a candidate: nothing was left unread.
+      const complete = (flags?.bound ?? 0) === 0 && (flags?.ncand ?? 0) < candidates;
+      const kth = rows[limit - 1]?.score;
+      return { rows, complete, exact: complete || (kth !== undefined && kth >= bound) };
+    };
+    const base = filter === undefined ? Math.max(200, 4 * limit) : Math.max(1000, 20 * limit);
+    let found = await attempt(this.keywordDepth, base);
+    if (!found.exact && found.rows.length >= limit) {
+      found = await attempt(this.keywordDepth * 4, base * 2);
+    }
+    return found.rows.length >= limit || found.complete ? found.rows : undefined;
   }
 
   /** Keyword search scanning every chunk's BM25 weights (linear in the collection; the exact reference). */

@@ -78,6 +78,7 @@ describe.skipIf(CHROMIUM === undefined)(
     let dir = '';
     let shots = '';
     let server: RunningServer;
+    let webDir = '';
     let browser: Browser;
     let context: BrowserContext;
     let page: Page;
@@ -97,7 +98,7 @@ describe.skipIf(CHROMIUM === undefined)(
       shots = join(ROOT, '.bench-out', 'browser');
       await mkdir(shots, { recursive: true });
       process.stderr.write(`browser tests: screenshots of failures go to ${shots}\n`);
-      const webDir = await buildWeb(join(dir, 'web'));
+      webDir = await buildWeb(join(dir, 'web'));
       server = await startServer({
         dataDir: join(dir, 'data'),
         port: 0,
@@ -346,6 +347,63 @@ describe.skipIf(CHROMIUM === undefined)(
         await page.setViewportSize({ width: 1280, height: 900 });
       },
     );
+
+    it('on a first run (an empty knowledge base, one finished experiment) answers with the best pattern and says so', async () => {
+      screenshotOnFailure('first-run');
+      // Prepare: a fresh data folder where only an experiment ran
+      const first = await startServer({
+        dataDir: join(dir, 'first-run'),
+        port: 0,
+        token: TOKEN,
+        inMemory: true,
+        webDir,
+      });
+      const call = (path: string, body?: unknown) =>
+        fetch(`${first.url}${path}`, {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          ...(body !== undefined && { body: JSON.stringify(body) }),
+        });
+      await call('/experiments', {
+        experiment_id: 'first-exp',
+        documents_dir: DOCS,
+        benchmark: BENCHMARK,
+        max_evals: 1,
+      });
+      await expect
+        .poll(
+          async () =>
+            ((await (await call('/experiments/first-exp')).json()) as { run?: { status: string } })
+              .run?.status,
+          { timeout: 60_000 },
+        )
+        .toBe('finished');
+      const tab = await context.newPage();
+      tab.on('console', (m) => {
+        if (m.type() === 'error') consoleErrors.push(m.text());
+      });
+
+      try {
+        // Act
+        await tab.goto(`${first.url}/#token=${TOKEN}`);
+        await tab.getByText('Answering with').waitFor();
+        await tab.getByLabel('Question').fill('When was the cooperative founded?');
+        await tab.getByRole('button', { name: 'Ask', exact: true }).click();
+        await tab.locator('.metrics').waitFor();
+
+        // Assess
+        const serving = await tab.locator('.serving').textContent();
+        expect(serving).toContain('Answering with Pattern1 of experiment first-exp');
+        expect(serving).toContain(
+          'The knowledge base ai4rag_default is empty, so the best pattern of the latest experiment was chosen.',
+        );
+        expect(await tab.locator('.answer-text').textContent()).toContain('14 March 1987');
+        expect(await tab.getByRole('button', { name: /^source 1: / }).count()).toBeGreaterThan(0);
+      } finally {
+        await tab.close();
+        await first.close();
+      }
+    });
 
     it('logged no console error on any page', () => {
       // Assess

@@ -348,9 +348,11 @@ export function ExperimentPage(props: {
         if (stop) return;
         setDetail(d);
         setError(undefined);
-        const live =
-          d.run?.status === 'running' || (d.status !== 'finished' && d.run === undefined);
-        if (live) timer = setTimeout(() => void load(), 1000);
+        // Our own run every second; an unfinished one of another process (a CLI run) more slowly.
+        if (d.run?.status === 'running') timer = setTimeout(() => void load(), 1000);
+        else if (d.status !== 'finished' && d.run === undefined) {
+          timer = setTimeout(() => void load(), 3000);
+        }
       } catch (e) {
         if (!stop) setError((e as Error).message);
       }

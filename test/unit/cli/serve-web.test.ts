@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseHtml } from 'node-html-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, runServe, startServer } from '../../../bin/cli/serve.js';
-import { accessLogLine, pathOnly } from '../../../bin/cli/serve-log.js';
+import { accessLogLine, fileSink, pathOnly } from '../../../bin/cli/serve-log.js';
 import { WEB_CSP, webFile } from '../../../bin/cli/serve-web.js';
 import { buildWeb } from '../../../scripts/build-web.js';
 
@@ -311,6 +311,19 @@ describe('ai4rag serve: the web app, its routes and the access log', () => {
     expect(pathOnly('/uploads/a.md?expires=1&signature=s')).toBe('/uploads/a.md');
     expect(pathOnly('/x#frag')).toBe('/x');
     expect(pathOnly(undefined)).toBe('/');
+  });
+
+  it('appends log lines to a --log-file', async () => {
+    // Prepare
+    const file = join(dir, 'access.log');
+    const sink = fileSink(file);
+
+    // Act
+    sink('one');
+    sink('two');
+
+    // Assess
+    expect(await readFile(file, 'utf8')).toBe('one\ntwo\n');
   });
 
   it('refuses --log with --log-file (exit 2)', async () => {

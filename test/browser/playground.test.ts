@@ -16,6 +16,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type RunningServer, startServer } from '../../bin/cli/serve.js';
 import { buildWeb } from '../../scripts/build-web.js';
+import { startFakeTei } from '../support/fake-tei-server.js';
 
 /** `CHROMIUM_PATH` first, then the usual binary names on PATH; undefined when none is installed. */
 export function findChromium(): string | undefined {
@@ -402,6 +403,65 @@ describe.skipIf(CHROMIUM === undefined)(
       } finally {
         await tab.close();
         await first.close();
+      }
+    });
+
+    it("reranks when asked (a TEI reranker endpoint) and shows each source's rank before reranking", async () => {
+      screenshotOnFailure('rerank');
+      // Prepare: a server with a reranker endpoint and two documents
+      const tei = await startFakeTei();
+      const reranking = await startServer({
+        dataDir: join(dir, 'rerank'),
+        port: 0,
+        token: TOKEN,
+        inMemory: true,
+        webDir,
+        env: { AI4RAG_RERANK_BASE_URL: tei.baseURL },
+      });
+      const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+      for (const [key, text] of [
+        ['parental-leave.md', POLICY],
+        ['remote-work.md', REMOTE],
+      ] as const) {
+        const signed = (await (
+          await fetch(`${reranking.url}/uploads`, {
+            method: 'POST',
+            headers: auth,
+            body: JSON.stringify({ key }),
+          })
+        ).json()) as { url: string };
+        await fetch(signed.url, { method: 'PUT', body: text });
+      }
+      const tab = await context.newPage();
+      tab.on('console', (m) => {
+        if (m.type() === 'error') consoleErrors.push(m.text());
+      });
+
+      try {
+        // Act
+        await tab.goto(`${reranking.url}/#token=${TOKEN}`);
+        await tab.getByText('Answering from the knowledge base ai4rag_default').waitFor();
+        await tab.getByLabel('Rerank').check();
+        await tab
+          .getByLabel('Question')
+          .fill('How many weeks of parental leave may an employee take?');
+        await tab.getByRole('button', { name: 'Ask', exact: true }).click();
+        await tab.locator('.metrics').waitFor();
+        const source = tab.getByRole('region', { name: 'source 1' });
+        await source.locator('summary').click();
+        await source.getByText('Rank before reranking').waitFor();
+        await expect.poll(() => source.locator('dl.why dd').nth(1).textContent()).toMatch(/^\d+$/);
+
+        // Assess
+        expect(tei.requests.some((r) => r.path === '/rerank')).toBe(true);
+        const why = await source.locator('dl.why').textContent();
+        expect(why).toContain('1 of 2 after reranking');
+        expect(why).toContain('Reranker score');
+        expect(await tab.locator('.metrics').textContent()).not.toContain('rerank 0.0 ms');
+      } finally {
+        await tab.close();
+        await reranking.close();
+        await tei.close();
       }
     });
 

@@ -517,6 +517,10 @@ export async function runServe(
   io.out('Routes (Authorization: Bearer <token>, except /health):');
   for (const r of ROUTES) io.out(`  ${r.method.padEnd(6)} ${r.resource}`);
   io.out('  PUT    <url returned by POST /uploads>  (signed, no bearer)');
+  io.out(
+    '  GET    /config, /collections, /experiments[/{id}[/patterns/{name}[/evaluation]]]  (web app)',
+  );
+  io.out('  POST   /experiments  (web app: starts an experiment in this process)');
   io.out('Press Ctrl+C to stop.');
   await new Promise<void>((resolveStop) => {
     const stop = () => {

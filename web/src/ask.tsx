@@ -315,7 +315,7 @@ export function AskPage(props: {
         ) : (
           <p>
             Answering from the knowledge base <code>{config?.collection ?? '…'}</code>
-            {config && ` (${config.chunks} chunks)`}.
+            {config && ` (${config.chunks} chunk${config.chunks === 1 ? '' : 's'})`}.
             {config?.chunks === 0 && config.suggestion && (
               <>
                 {' '}

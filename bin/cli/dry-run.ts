@@ -15,6 +15,7 @@ import {
 } from '../../shared/src/experiment/steps.js';
 import type { TrialConfig, UsageSummary } from '../../shared/src/experiment/types.js';
 import { needsPreSelection } from '../../shared/src/optimizer/preselection.js';
+import { jsonLine } from './json.js';
 
 type Io = { out(line: string): void; err(line: string): void };
 
@@ -174,7 +175,7 @@ export function renderEstimate(
 export async function dryRunExperiment(given: DryRunInput, json: boolean, io: Io): Promise<number> {
   const { estimate, documents, warnings } = await estimateExperiment(given);
   if (json) {
-    io.out(JSON.stringify({ dryRun: true, documents, warnings, ...estimate }));
+    io.out(jsonLine({ dryRun: true, documents, warnings, ...estimate }));
     return 0;
   }
   for (const line of renderEstimate(estimate, documents, warnings)) io.out(line);

@@ -35,6 +35,7 @@ import { getJson, putJson } from '../../shared/src/ports/object-store.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
 import { type OptionSpec, oneOf, optInt, type Parsed, str } from './args.js';
 import { dryRunExperiment } from './dry-run.js';
+import { jsonLine } from './json.js';
 import { LocalExecutionError, runLocalExperiment } from './local-state-machine.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { ExperimentProgress } from './progress.js';
@@ -461,7 +462,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     const steps = result.states.map((s) => `${s.name} ×${s.count}`).join(', ');
     if (p.values.json === true) {
       io.out(
-        JSON.stringify({
+        jsonLine({
           experimentId,
           artefacts: ARTEFACTS.map((n) => join(outDir, n)),
           best: artefacts.best,
@@ -520,9 +521,7 @@ export async function cmdOptimizerSim(p: Parsed, io: Io): Promise<number> {
     simulateOptimizer(table, name as OptimizerName, { maxEvals, seeds, batchSize }),
   );
   if (p.values.json === true) {
-    io.out(
-      JSON.stringify({ scores: file, rows: table.length, maxEvals, seeds, batchSize, results }),
-    );
+    io.out(jsonLine({ scores: file, rows: table.length, maxEvals, seeds, batchSize, results }));
     return 0;
   }
   io.out(

@@ -1,5 +1,10 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import {
+  toGenerateResponse,
+  toQueryTransform,
+  toSearchHit,
+} from '../../functions/_shared/query.js';
 import { createChunker } from '../../shared/src/chunking/index.js';
 import type { ChunkingMethod, ChunkingOptions } from '../../shared/src/chunking/types.js';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
@@ -62,6 +67,7 @@ import {
 } from './experiment.js';
 import { runExperimentsCommand } from './experiments-cmd.js';
 import { COMMAND_HELP, commandHelp, globalHelp } from './help.js';
+import { jsonLine } from './json.js';
 import { cliEmbedder } from './models.js';
 import { cliPrices } from './prices.js';
 import { ProgressLine } from './progress.js';
@@ -518,10 +524,10 @@ async function ingestPaths(
     kept: summary.kept,
     ...(summary.index && { index: summary.index }),
     failures: [
-      ...loadFailures.map((f) => ({ document: f.key, reason: f.reason, message: f.message })),
+      ...loadFailures.map((f) => ({ documentId: f.key, reason: f.reason, message: f.message })),
       ...summary.documents
         .filter((d) => d.status === 'failed')
-        .map((d) => ({ document: d.documentId, reason: 'ingest_error', message: d.error ?? '' })),
+        .map((d) => ({ documentId: d.documentId, reason: 'ingest_error', message: d.error ?? '' })),
     ],
     seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
   };
@@ -539,7 +545,7 @@ async function cmdIngest(p: Parsed, io: Io): Promise<number> {
       { prune: flag(p, 'prune'), json: flag(p, 'json') },
       io,
     );
-    if (flag(p, 'json')) io.out(JSON.stringify(r));
+    if (flag(p, 'json')) io.out(jsonLine(r));
     else {
       io.out(
         `${r.collection}: ${r.indexed} indexed, ${r.unchanged} unchanged, ${r.failed} failed` +
@@ -588,12 +594,13 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
       if (warning !== undefined) io.err(`warning: ${warning}`);
       if (flag(p, 'json')) {
         io.out(
+          // The API's POST /search answer, field for field.
           JSON.stringify({
             query,
             collection: session.store.collectionName,
-            results: hits,
+            results: hits.map(toSearchHit),
             ...(warning !== undefined && { warnings: [warning] }),
-            ...(queryTransform && { queryTransform }),
+            ...(queryTransform && { query_transform: toQueryTransform(queryTransform) }),
           }),
         );
       } else if (hits.length === 0) {
@@ -644,11 +651,8 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
       const costUsd = answer.usage && costOf(answer.usage, model.modelId, prices ?? {});
       if (flag(p, 'json')) {
         io.out(
-          JSON.stringify({
-            ...answer,
-            model: model.modelId,
-            ...(costUsd !== undefined && { costUsd }),
-          }),
+          // The API's POST /generate answer, field for field.
+          JSON.stringify(toGenerateResponse(answer, model.modelId, prices ?? {})),
         );
       } else for (const line of renderAnswer(answer, costUsd)) io.out(line);
       return 0;
@@ -773,12 +777,12 @@ async function cmdDocuments(p: Parsed, io: Io): Promise<number> {
         }
         const chunks = await store.deleteDocument(key);
         if (flag(p, 'json')) {
-          io.out(JSON.stringify({ collection: store.collectionName, deleted: key, chunks }));
+          io.out(jsonLine({ collection: store.collectionName, deleted: key, chunks }));
         } else io.out(`deleted ${key} from ${store.collectionName} (${chunks} chunks)`);
         return 0;
       }
       const docs = await store.listDocuments();
-      if (flag(p, 'json')) io.out(JSON.stringify(docs));
+      if (flag(p, 'json')) io.out(jsonLine(docs.map(({ version: _v, sequencer: _s, ...d }) => d)));
       else
         for (const d of docs)
           io.out(
@@ -797,7 +801,7 @@ async function cmdStats(p: Parsed, io: Io): Promise<number> {
       const stats = await store.stats();
       io.out(
         flag(p, 'json')
-          ? JSON.stringify(stats)
+          ? jsonLine(stats)
           : Object.entries(stats)
               .map(([k, v]) => `${k}: ${v}`)
               .join('\n'),
@@ -846,7 +850,7 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
         return 0;
       }
       const r = await store.buildIndex({ force: flag(p, 'force') });
-      if (flag(p, 'json')) io.out(JSON.stringify({ collection: store.collectionName, ...r }));
+      if (flag(p, 'json')) io.out(jsonLine({ collection: store.collectionName, ...r }));
       else if (r.built) {
         io.out(`${store.collectionName}: HNSW index built over ${r.rows} chunks in ${r.seconds}s`);
       } else io.out(`${store.collectionName}: no index built — ${r.reason}`);
@@ -862,7 +866,7 @@ async function cmdCheck(p: Parsed, io: Io): Promise<number> {
     async ({ store }) => {
       const found = await store.checkIntegrity({ repair: flag(p, 'repair') });
       const after = found.repaired ? await store.checkIntegrity() : found;
-      if (flag(p, 'json')) io.out(JSON.stringify({ ...found, after }));
+      if (flag(p, 'json')) io.out(jsonLine({ ...found, after }));
       else {
         for (const line of describeIntegrity(found)) io.out(line);
         if (found.repaired) io.out(`after repair: ${after.clean ? 'clean' : 'problems remain'}`);

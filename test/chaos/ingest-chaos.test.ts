@@ -335,8 +335,8 @@ describe('a poison corpus through `ai4rag ingest`', () => {
       '--json',
     ]);
     expect(
-      lastJson<{ documentId: string }[]>(docs)
-        .map((d) => d.documentId)
+      lastJson<{ document_key: string }[]>(docs)
+        .map((d) => d.document_key)
         .sort(),
     ).toEqual([...indexable].sort());
   }, 120_000);

@@ -75,7 +75,7 @@ describe('ai4rag CLI with --store milvus (fake Milvus server)', () => {
     expect(JSON.parse(again.out.at(-1) ?? '{}')).toMatchObject({
       indexed: 0,
       unchanged: 2,
-      chunksEmbedded: 0,
+      chunks_embedded: 0,
     });
     expect(code).toBe(0);
     expect(JSON.parse(search.out.at(-1) ?? '{}').results[0].metadata.document_id).toBe('locks.md');

@@ -50,14 +50,14 @@ describe('ai4rag search, ask and eval-retrieval with --query-transform', () => {
     expect(code).toBe(0);
     const out = JSON.parse(s.out[0] ?? '{}') as {
       results: unknown[];
-      queryTransform: { kind: string; expansion: { term: string; weight: number }[] };
+      query_transform: { type: string; expansion: { term: string; weight: number }[] };
     };
     expect(out.results).toHaveLength(3);
-    expect(out.queryTransform.kind).toBe('rm3');
+    expect(out.query_transform.type).toBe('rm3');
     // λ 0.5 keeps the query terms on top: 'annual', 'leav', 'dai' have at least 0.5 / 3 each
-    const terms = out.queryTransform.expansion.map((t) => t.term);
+    const terms = out.query_transform.expansion.map((t) => t.term);
     expect(terms).toEqual(expect.arrayContaining(['annual', 'leav', 'dai']));
-    expect(out.queryTransform.expansion.reduce((n, t) => n + t.weight, 0)).toBeCloseTo(1, 9);
+    expect(out.query_transform.expansion.reduce((n, t) => n + t.weight, 0)).toBeCloseTo(1, 9);
   });
 
   it('ask --query-transform rm3 prints the transform line before the timing line', async () => {

@@ -82,14 +82,14 @@ describe('ai4rag search and ask with --rerank', () => {
     // Assess
     expect([a, b]).toEqual([0, 0]);
     const answer = JSON.parse(json.out.at(-1) ?? '{}') as {
-      referenceDocuments: { documentId: string; score: number }[];
-      timing: { rerankMs: number };
+      reference_documents: { document_key: string; score: number }[];
+      timing: { rerank_ms: number };
       warnings?: string[];
     };
-    expect(answer.referenceDocuments.map((d) => [d.documentId, d.score])).toEqual(
+    expect(answer.reference_documents.map((d) => [d.document_key, d.score])).toEqual(
       RERANKED.slice(0, 2),
     );
-    expect(answer.timing.rerankMs).toBeGreaterThan(0);
+    expect(answer.timing.rerank_ms).toBeGreaterThan(0);
     expect(answer.warnings).toBeUndefined();
     const sources = text.out.filter((l) => l.startsWith('  ['));
     expect(sources).toEqual([
@@ -121,10 +121,10 @@ describe('ai4rag search and ask with --rerank', () => {
     // Assess
     expect([a, b]).toEqual([0, 0]);
     const answer = JSON.parse(asked.out.at(-1) ?? '{}') as {
-      referenceDocuments: { documentId: string }[];
+      reference_documents: { document_key: string }[];
       warnings: string[];
     };
-    expect(answer.referenceDocuments.map((d) => d.documentId)).toEqual(FUSED_ORDER.slice(0, 2));
+    expect(answer.reference_documents.map((d) => d.document_key)).toEqual(FUSED_ORDER.slice(0, 2));
     expect(answer.warnings).toEqual([warning.slice('warning: '.length)]);
     expect(asked.err).toEqual([warning]);
     expect(searched.err).toEqual([warning]);

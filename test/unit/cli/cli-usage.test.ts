@@ -14,8 +14,8 @@ import { type FakeOpenAI, startFakeOpenAI } from '../../support/fake-openai-serv
 interface AskJson {
   answer: string;
   model: string;
-  usage?: { promptTokens: number; completionTokens: number };
-  costUsd?: number;
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  cost_usd?: number;
 }
 
 const QUESTION = 'How many passengers does the Aurora carry?';
@@ -75,8 +75,8 @@ describe('ai4rag ask reports tokens and cost', () => {
     expect(lastJson<AskJson>(json)).toMatchObject({
       answer: ANSWER,
       model: 'fake-chat',
-      usage: { promptTokens: 174, completionTokens: 10 },
-      costUsd: 0.000672,
+      usage: { prompt_tokens: 174, completion_tokens: 10, total_tokens: 184 },
+      cost_usd: 0.000672,
     });
     expect(text.stdout).toContain('tokens: prompt 174, completion 10, cost $0.000672');
   }, 60_000);
@@ -87,10 +87,10 @@ describe('ai4rag ask reports tokens and cost', () => {
     const unpriced = await ask(['--model', 'other-chat', '--json'], { AI4RAG_PRICES_FILE: prices });
 
     // Assess
-    expect(lastJson<AskJson>(priced).costUsd).toBe(0.000672);
+    expect(lastJson<AskJson>(priced).cost_usd).toBe(0.000672);
     const other = lastJson<AskJson>(unpriced);
-    expect(other.usage).toEqual({ promptTokens: 174, completionTokens: 10 });
-    expect('costUsd' in other).toBe(false);
+    expect(other.usage).toEqual({ prompt_tokens: 174, completion_tokens: 10, total_tokens: 184 });
+    expect('cost_usd' in other).toBe(false);
   }, 60_000);
 
   it('counts the local model tokens, at no cost', async () => {
@@ -103,8 +103,8 @@ describe('ai4rag ask reports tokens and cost', () => {
     expect(lastJson<AskJson>(run)).toMatchObject({
       answer: 'The ferry Aurora carries 140 passengers.',
       model: 'local/extractive-v1',
-      usage: { promptTokens: 174, completionTokens: 10 },
-      costUsd: 0,
+      usage: { prompt_tokens: 174, completion_tokens: 10, total_tokens: 184 },
+      cost_usd: 0,
     });
   }, 60_000);
 
@@ -217,8 +217,8 @@ describe('ai4rag experiment --dry-run', () => {
     expect(text.code, text.stderr).toBe(0);
     expect(fake.requests).toEqual([]);
     const estimate = lastJson<{
-      dryRun: true;
-      corpusTokens: number;
+      dry_run: true;
+      corpus_tokens: number;
       trials: number;
       exhaustive: boolean;
       total: unknown;
@@ -228,12 +228,12 @@ describe('ai4rag experiment --dry-run', () => {
     // characters (165 tokens), plus 3 × 512 passage tokens capped at the whole index, 1434: 1599; the completion
     // is 1024. The judge prompt is
     // 616 + 30 characters (162 tokens) plus the 1024-token answer, its reply 256.
-    expect([estimate.dryRun, estimate.corpusTokens, estimate.trials, estimate.exhaustive]).toEqual([
-      true,
-      1075,
-      1,
-      true,
-    ]);
+    expect([
+      estimate.dry_run,
+      estimate.corpus_tokens,
+      estimate.trials,
+      estimate.exhaustive,
+    ]).toEqual([true, 1075, 1, true]);
     expect(estimate.total).toEqual({
       models: [
         {

@@ -45,7 +45,7 @@ describe('ai4rag CLI', () => {
     expect(code).toBe(1);
     const summary = JSON.parse(ingest.out.at(-1) ?? '{}');
     expect(summary).toMatchObject({ documents: 2, indexed: 2, unchanged: 0, failed: 1 });
-    expect(summary.failures[0]).toMatchObject({ document: 'broken.pdf', reason: 'corrupt' });
+    expect(summary.failures[0]).toMatchObject({ document_key: 'broken.pdf', reason: 'corrupt' });
 
     const search = capture();
     expect(
@@ -61,7 +61,7 @@ describe('ai4rag CLI', () => {
       ),
     ).toBe(0);
     const result = JSON.parse(search.out.at(-1) ?? '{}');
-    expect(result.results[0].metadata.document_id).toBe('sub/boats.txt');
+    expect(result.results[0].document_key).toBe('sub/boats.txt');
   });
 
   it('does no embedding work when re-run over unchanged files', async () => {
@@ -71,7 +71,7 @@ describe('ai4rag CLI', () => {
       1,
     );
     const summary = JSON.parse(again.out.at(-1) ?? '{}');
-    expect(summary).toMatchObject({ indexed: 0, unchanged: 2, chunksEmbedded: 0 });
+    expect(summary).toMatchObject({ indexed: 0, unchanged: 2, chunks_embedded: 0 });
   });
 
   it('reports a missing collection instead of creating it', async () => {
@@ -124,8 +124,8 @@ describe('ai4rag CLI', () => {
     const answer = JSON.parse(c.out.at(-1) ?? '{}');
     expect(answer.model).toBe('local/extractive-v1');
     expect(answer.answer).toContain('140 passengers');
-    expect(answer.referenceDocuments[0].documentId).toBe('sub/boats.txt');
-    expect(answer.timing.totalMs).toBeGreaterThanOrEqual(answer.timing.retrieveMs);
+    expect(answer.reference_documents[0].document_key).toBe('sub/boats.txt');
+    expect(answer.timing.total_ms).toBeGreaterThanOrEqual(answer.timing.retrieve_ms);
   });
 
   it('prints help for a command with --help', async () => {
@@ -154,7 +154,7 @@ describe('ai4rag CLI', () => {
     const docs = capture();
     await main(['documents', '--data-dir', data, '--json'], docs.io);
     expect(
-      JSON.parse(docs.out.at(-1) ?? '[]').map((d: { documentId: string }) => d.documentId),
+      JSON.parse(docs.out.at(-1) ?? '[]').map((d: { document_key: string }) => d.document_key),
     ).toEqual(['b.txt']);
   });
 

@@ -34,8 +34,8 @@ describe('ai4rag ingest with an Ollama-like embedding server (64 dimensions)', (
   const bodies = (from = 0): EmbeddingsBody[] =>
     fake.requests.slice(from).map((r) => r.body as EmbeddingsBody);
   const documentIds = async (): Promise<string[]> =>
-    lastJson<{ documentId: string }[]>(await cli('documents'))
-      .map((d) => d.documentId)
+    lastJson<{ document_key: string }[]>(await cli('documents'))
+      .map((d) => d.document_key)
       .sort();
 
   beforeAll(async () => {
@@ -61,7 +61,7 @@ describe('ai4rag ingest with an Ollama-like embedding server (64 dimensions)', (
     // Assess
     expect(ingest.code).toBe(0);
     expect(lastJson(ingest)).toMatchObject({ documents: 2, indexed: 2, failed: 0 });
-    expect(stats).toMatchObject({ documents: 2, dimension: 64, embeddingModel: MODEL_ID });
+    expect(stats).toMatchObject({ documents: 2, dimension: 64, embedding_model: MODEL_ID });
     expect(bodies().every((b) => b.encoding_format === 'float')).toBe(true);
     detectionRequests = bodies().findIndex((b) => b.input[0]?.startsWith('search_document: '));
     expect(bodies()[0]?.input).toEqual(['test']);

@@ -175,7 +175,7 @@ describe('README recipes: real model servers', () => {
     );
     // Assess
     expect(ingest.code, ingest.stderr).toBe(0);
-    expect(lastJson<{ embeddingModel: string }>(stats).embeddingModel).toBe('nomic-embed-text');
+    expect(lastJson<{ embedding_model: string }>(stats).embedding_model).toBe('nomic-embed-text');
     const inputs = ollama.requests.flatMap((r) => (r.body as { input?: string[] }).input ?? []);
     expect(inputs.some((t) => t.startsWith('search_document: '))).toBe(false);
     expect(inputs.some((t) => t.includes('Aurora'))).toBe(true);

@@ -1,4 +1,4 @@
-import type { AI4RAGChunk, ChunkMetadata } from '../../chunking/types.js';
+import type { AI4RAGChunk } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
 import { Ai4ragError, NotFoundError } from '../../errors.js';
 import { type TermStats, termStatsFromCounts } from '../../generation/term-stats.js';
@@ -63,7 +63,6 @@ import {
   type KeywordIndexNames,
   keywordIndexBackfill,
   keywordIndexMismatchSql,
-  keywordQuery,
 } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
 import {
@@ -74,8 +73,19 @@ import {
   REGISTRY_TABLE,
   SCHEMA_LOCK_TIMEOUT_MS,
 } from './schema.js';
+import {
+  type ChunkRow,
+  exactKeywordSearch,
+  indexedKeywordSearch,
+  OPERATOR,
+  type ScoredRow,
+  type SearchContext,
+  vectorLiteral,
+  vectorSearch,
+} from './search.js';
 
 export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
+export { distanceToScore, vectorLiteral } from './search.js';
 
 /** How often a store without an ANN index asks the catalogue whether one was built meanwhile. */
 const ANN_RECHECK_MS = 30_000;
@@ -91,35 +101,12 @@ export const MAX_VECTOR_DIMENSION = 16000;
 
 const REWEIGHT_BATCH = 1000;
 
-const OPERATOR: Record<DistanceMetric, string> = {
-  cosine: '<=>',
-  l2: '<->',
-  l1: '<+>',
-  inner_product: '<#>',
-};
 const OPCLASS: Record<DistanceMetric, string> = {
   cosine: 'vector_cosine_ops',
   l2: 'vector_l2_ops',
   l1: 'vector_l1_ops',
   inner_product: 'vector_ip_ops',
 };
-
-/**
- * Converts a pgvector distance to a higher-is-better score: cosine 1 − d; l2 and l1 1 / (1 + d); inner product
- * −d (pgvector's `<#>` is the negated inner product, so this is the raw inner product).
- * @example distanceToScore('cosine', 0.25) // 0.75
- */
-export function distanceToScore(distance: DistanceMetric, d: number): number {
-  switch (distance) {
-    case 'cosine':
-      return 1 - d;
-    case 'l2':
-    case 'l1':
-      return 1 / (1 + d);
-    case 'inner_product':
-      return -d;
-  }
-}
 
 /** Options of {@link PgVectorStore.create}. */
 export interface PgVectorStoreOptions {
@@ -171,16 +158,6 @@ interface RegistryRow {
   df_pending: boolean;
 }
 
-interface ChunkRow {
-  id: string;
-  content: string;
-  metadata: ChunkMetadata;
-}
-
-interface ScoredRow extends ChunkRow {
-  score: number;
-}
-
 interface DocRow {
   document_id: string;
   content_hash: string;
@@ -193,15 +170,6 @@ interface DocRow {
 
 const DOC_COLUMNS =
   'document_id, content_hash, chunk_count, updated_at, metadata, version, sequencer';
-
-/**
- * Vector literal with components rounded to 1e-7 when |x| ≥ 1e-3 (embedding components; the cosine or
- * distance changes by well under 1e-6) and kept as float4 otherwise. The literal is half the length of
- * JavaScript's full double repr, which PGlite's WebAssembly parser reads measurably faster (bench/run.ts).
- */
-export function vectorLiteral(v: readonly number[]): string {
-  return `[${v.map((x) => (Math.abs(x) >= 1e-3 ? Math.round(x * 1e7) / 1e7 : Math.fround(x))).join(',')}]`;
-}
 
 const COPY_COLUMNS = [
   'id',
@@ -861,11 +829,11 @@ export class PgVectorStore implements VectorStore {
       throw new VectorStoreError(`query vector must hold ${this.dimension} finite numbers`);
     }
     if (p.searchMode === 'vector') {
-      const rows = await this.run('vector search', () => this.vectorSearch(qvec, p.k, p.filter));
+      const rows = await this.run('vector search', () => this.dense(qvec, p.k, p.filter));
       return rows.map((r) => toHit(r, p.includeScores ? r.score : undefined));
     }
     const n = Math.max(this.hybridCandidates, p.k);
-    const dense = await this.run('vector search', () => this.vectorSearch(qvec, n, p.filter));
+    const dense = await this.run('vector search', () => this.dense(qvec, n, p.filter));
     const keyword = await this.run('keyword search', () => this.bm25Search(query, n, p.filter));
     const byId = new Map<string, ChunkRow>();
     for (const r of [...dense, ...keyword]) if (!byId.has(r.id)) byId.set(r.id, r);
@@ -900,48 +868,25 @@ export class PgVectorStore implements VectorStore {
     return rows.map((r) => toHit(r, r.score));
   }
 
-  /** Best-first rows with higher-is-better scores. */
-  private async vectorSearch(
+  /** Dense search, best first, after noticing an index built meanwhile (see {@link refreshAnnIndex}). */
+  private async dense(
     qvec: number[],
     limit: number,
     filter: FilterNode | undefined,
   ): Promise<ScoredRow[]> {
     await this.refreshAnnIndex();
-    const op = OPERATOR[this.distance];
-    const params: unknown[] = [vectorLiteral(qvec), limit];
-    let where = `WHERE ${this.visible}`;
-    if (filter !== undefined) where += ` AND ${compileFilterSql(filter, params, 'metadata')}`;
-    if (this.annIndex) {
-      // The HNSW settings for this statement only, without a transaction's BEGIN / SET LOCAL / COMMIT round trips:
-      // set_config(…, true) in an uncorrelated sub-select is a one-time filter the executor evaluates before the
-      // index scan starts, and a local setting ends with the statement's implicit transaction. Rows of staged
-      // writes are filtered out too, so the scan may need to go past ef_search (iterative scan).
-      params.push(String(Math.min(1000, Math.max(40, 2 * limit))));
-      const settings = [`set_config('hnsw.ef_search', $${params.length}, true)`];
-      if (this.iterativeScan)
-        settings.push(`set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
-      where += ` AND (SELECT ${settings.join(' || ')}) IS NOT NULL`;
-    }
-    const sql = `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
-      FROM ${this.table} ${where} ORDER BY embedding ${op} $1::vector LIMIT $2`;
-    let rows = (await this.client.query<ChunkRow & { distance: number }>(sql, params)).rows;
-    // Filtered top-k is complete: an index scan that came back short (a filter too selective for the
-    // iterative scan's hnsw.max_scan_tuples, or an older pgvector without iterative scans) is redone exactly,
-    // with index scans off, so the answer has `limit` rows whenever that many match.
-    if (this.annIndex && filter !== undefined && rows.length < limit) {
-      rows = await this.client.transaction(async (tx) => {
-        await tx.query('SET LOCAL enable_indexscan = off');
-        return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
-      });
-    }
-    return rows
-      .map((r) => ({
-        id: r.id,
-        content: r.content,
-        metadata: r.metadata,
-        score: distanceToScore(this.distance, r.distance),
-      }))
-      .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return vectorSearch(this.searchContext(), qvec, limit, filter);
+  }
+
+  private searchContext(): SearchContext {
+    return {
+      client: this.client,
+      t: this.t,
+      distance: this.distance,
+      annIndex: this.annIndex,
+      iterativeScan: this.iterativeScan,
+      keywordDepth: this.keywordDepth,
+    };
   }
 
   /** Whether the HNSW index exists and is valid (a failed concurrent build leaves an invalid one). */
@@ -1110,76 +1055,10 @@ export class PgVectorStore implements VectorStore {
     }
     if (weights.size === 0) return [];
     if (this.keywordDepth > 0) {
-      const indexed = await this.indexedKeywordSearch(weights, limit, filter);
+      const indexed = await indexedKeywordSearch(this.searchContext(), weights, limit, filter);
       if (indexed !== undefined) return indexed;
     }
-    return this.exactKeywordSearch(weights, limit, filter);
-  }
-
-  /**
-   * Keyword search through the postings index (`keyword-index.ts`): the top `limit` when the query's bound proves
-   * it exact, else once more four times deeper, else the best found (a chunk outside every term's top postings can
-   * be missed). Undefined when the candidates hold fewer than `limit` visible matches while more may exist (a
-   * selective filter, staged rows, a cut list): the caller then scans exactly, so the result is complete.
-   */
-  private async indexedKeywordSearch(
-    weights: ReadonlyMap<number, number>,
-    limit: number,
-    filter: FilterNode | undefined,
-  ): Promise<ScoredRow[] | undefined> {
-    const terms = [...weights.keys()];
-    const query = sparseLiteral(weights);
-    const attempt = async (depth: number, candidates: number) => {
-      const params: unknown[] = [
-        terms,
-        terms.map((t) => weights.get(t) as number),
-        depth,
-        candidates,
-        query,
-        limit,
-      ];
-      let extra = '';
-      if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
-      const res = await this.client.query<
-        ScoredRow & { bound: number | null; cth: number | null; ncand: number | null }
-      >(keywordQuery(this.kw, this.visible, extra), params);
-      const flags = res.rows[res.rows.length - 1];
-      const rows = res.rows.slice(0, -1).map(({ id, content, metadata, score }) => ({
-        id,
-        content,
-        metadata,
-        score,
-      }));
-      const bound = (flags?.bound ?? 0) + (flags?.cth ?? 0);
-      // Every chunk holding a query term was a candidate: nothing was left unread.
-      const complete = (flags?.bound ?? 0) === 0 && (flags?.ncand ?? 0) < candidates;
-      const kth = rows[limit - 1]?.score;
-      return { rows, complete, exact: complete || (kth !== undefined && kth >= bound) };
-    };
-    const base = filter === undefined ? Math.max(200, 4 * limit) : Math.max(1000, 20 * limit);
-    let found = await attempt(this.keywordDepth, base);
-    if (!found.exact && found.rows.length >= limit) {
-      found = await attempt(this.keywordDepth * 4, base * 2);
-    }
-    return found.rows.length >= limit || found.complete ? found.rows : undefined;
-  }
-
-  /** Keyword search scanning every chunk's BM25 weights (linear in the collection; the exact reference). */
-  private async exactKeywordSearch(
-    weights: ReadonlyMap<number, number>,
-    limit: number,
-    filter: FilterNode | undefined,
-  ): Promise<ScoredRow[]> {
-    const params: unknown[] = [sparseLiteral(weights), limit];
-    let extra = '';
-    if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
-    const res = await this.client.query<ScoredRow>(
-      `SELECT id, content, metadata, ((bm25 <#> $1::sparsevec) * -1)::float8 AS score
-       FROM ${this.table} WHERE (bm25 <#> $1::sparsevec) < 0 AND ${this.visible} ${extra}
-       ORDER BY bm25 <#> $1::sparsevec, id LIMIT $2`,
-      params,
-    );
-    return res.rows;
+    return exactKeywordSearch(this.searchContext(), weights, limit, filter);
   }
 
   /**

@@ -28,10 +28,17 @@ export async function createRegistry(tx: SqlClient): Promise<void> {
       token_total bigint NOT NULL DEFAULT 0,
       df_pending boolean NOT NULL DEFAULT false,
       created_at timestamptz NOT NULL DEFAULT now())`);
-  // Registries created before the deferred document-frequency log existed.
-  await tx.query(
-    `ALTER TABLE ${REGISTRY_TABLE} ADD COLUMN IF NOT EXISTS df_pending boolean NOT NULL DEFAULT false`,
+  // Registries created before the deferred document-frequency log existed. Only then: ALTER TABLE takes an
+  // ACCESS EXCLUSIVE lock even when the column exists, which would wait on every writer of every collection.
+  const column = await tx.query<{ one: number }>(
+    `SELECT 1 AS one FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'df_pending' AND NOT attisdropped`,
+    [REGISTRY_TABLE],
   );
+  if (column.rows.length === 0) {
+    await tx.query(
+      `ALTER TABLE ${REGISTRY_TABLE} ADD COLUMN IF NOT EXISTS df_pending boolean NOT NULL DEFAULT false`,
+    );
+  }
 }
 
 /**

@@ -1,0 +1,181 @@
+/**
+ * The search SQL of a pgvector collection: dense search (exact scan or HNSW, with its settings scoped to the
+ * statement), and BM25 keyword search through the postings index or by the exact scan it is measured against.
+ */
+import type { ChunkMetadata } from '../../chunking/types.js';
+import { compileFilterSql, type FilterNode } from '../filter.js';
+import type { SqlClient } from '../sql-client.js';
+import type { DistanceMetric } from '../types.js';
+import { sparseLiteral } from './bm25.js';
+import { keywordQuery } from './keyword-index.js';
+import type { CollectionTables } from './names.js';
+
+/** A chunk as the searches read it. */
+export interface ChunkRow {
+  id: string;
+  content: string;
+  metadata: ChunkMetadata;
+}
+
+/** A chunk with its higher-is-better score. */
+export interface ScoredRow extends ChunkRow {
+  score: number;
+}
+
+/** What a search needs of its store. */
+export interface SearchContext {
+  client: SqlClient;
+  t: CollectionTables;
+  distance: DistanceMetric;
+  /** Whether the HNSW index exists and is valid. */
+  annIndex: boolean;
+  /** Whether pgvector has iterative index scans (0.8+). */
+  iterativeScan: boolean;
+  /** Postings read per query term (0: exact scan). */
+  keywordDepth: number;
+}
+
+/** pgvector's distance operator per metric. */
+export const OPERATOR: Record<DistanceMetric, string> = {
+  cosine: '<=>',
+  l2: '<->',
+  l1: '<+>',
+  inner_product: '<#>',
+};
+
+/**
+ * Converts a pgvector distance to a higher-is-better score: cosine 1 − d; l2 and l1 1 / (1 + d); inner product
+ * −d (pgvector's `<#>` is the negated inner product, so this is the raw inner product).
+ * @example distanceToScore('cosine', 0.25) // 0.75
+ */
+export function distanceToScore(distance: DistanceMetric, d: number): number {
+  switch (distance) {
+    case 'cosine':
+      return 1 - d;
+    case 'l2':
+    case 'l1':
+      return 1 / (1 + d);
+    case 'inner_product':
+      return -d;
+  }
+}
+
+/**
+ * Vector literal with components rounded to 1e-7 when |x| ≥ 1e-3 (embedding components; the cosine or
+ * distance changes by well under 1e-6) and kept as float4 otherwise. The literal is half the length of
+ * JavaScript's full double repr, which PGlite's WebAssembly parser reads measurably faster (bench/run.ts).
+ */
+export function vectorLiteral(v: readonly number[]): string {
+  return `[${v.map((x) => (Math.abs(x) >= 1e-3 ? Math.round(x * 1e7) / 1e7 : Math.fround(x))).join(',')}]`;
+}
+
+/** Best-first rows with higher-is-better scores. */
+export async function vectorSearch(
+  c: SearchContext,
+  qvec: number[],
+  limit: number,
+  filter: FilterNode | undefined,
+): Promise<ScoredRow[]> {
+  const op = OPERATOR[c.distance];
+  const params: unknown[] = [vectorLiteral(qvec), limit];
+  let where = `WHERE ${c.t.visible}`;
+  if (filter !== undefined) where += ` AND ${compileFilterSql(filter, params, 'metadata')}`;
+  if (c.annIndex) {
+    // The HNSW settings for this statement only, without a transaction's BEGIN / SET LOCAL / COMMIT round trips:
+    // set_config(…, true) in an uncorrelated sub-select is a one-time filter the executor evaluates before the
+    // index scan starts, and a local setting ends with the statement's implicit transaction. Rows of staged
+    // writes are filtered out too, so the scan may need to go past ef_search (iterative scan).
+    params.push(String(Math.min(1000, Math.max(40, 2 * limit))));
+    const settings = [`set_config('hnsw.ef_search', $${params.length}, true)`];
+    if (c.iterativeScan) settings.push(`set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+    where += ` AND (SELECT ${settings.join(' || ')}) IS NOT NULL`;
+  }
+  const sql = `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
+    FROM ${c.t.table} ${where} ORDER BY embedding ${op} $1::vector LIMIT $2`;
+  let rows = (await c.client.query<ChunkRow & { distance: number }>(sql, params)).rows;
+  // Filtered top-k is complete: an index scan that came back short (a filter too selective for the
+  // iterative scan's hnsw.max_scan_tuples, or an older pgvector without iterative scans) is redone exactly,
+  // with index scans off, so the answer has `limit` rows whenever that many match.
+  if (c.annIndex && filter !== undefined && rows.length < limit) {
+    rows = await c.client.transaction(async (tx) => {
+      await tx.query('SET LOCAL enable_indexscan = off');
+      return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
+    });
+  }
+  return rows
+    .map((r) => ({
+      id: r.id,
+      content: r.content,
+      metadata: r.metadata,
+      score: distanceToScore(c.distance, r.distance),
+    }))
+    .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * Keyword search through the postings index (`keyword-index.ts`): the top `limit` when the query's bound proves
+ * it exact, else once more four times deeper, else the best found (a chunk outside every term's top postings can
+ * be missed). Undefined when the candidates hold fewer than `limit` visible matches while more may exist (a
+ * selective filter, staged rows, a cut list): the caller then scans exactly, so the result is complete.
+ */
+export async function indexedKeywordSearch(
+  c: SearchContext,
+  weights: ReadonlyMap<number, number>,
+  limit: number,
+  filter: FilterNode | undefined,
+): Promise<ScoredRow[] | undefined> {
+  const terms = [...weights.keys()];
+  const query = sparseLiteral(weights);
+  const attempt = async (depth: number, candidates: number) => {
+    const params: unknown[] = [
+      terms,
+      terms.map((t) => weights.get(t) as number),
+      depth,
+      candidates,
+      query,
+      limit,
+    ];
+    let extra = '';
+    if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
+    const res = await c.client.query<
+      ScoredRow & { bound: number | null; cth: number | null; ncand: number | null }
+    >(keywordQuery(c.t.kw, c.t.visible, extra), params);
+    const flags = res.rows[res.rows.length - 1];
+    const rows = res.rows.slice(0, -1).map(({ id, content, metadata, score }) => ({
+      id,
+      content,
+      metadata,
+      score,
+    }));
+    const bound = (flags?.bound ?? 0) + (flags?.cth ?? 0);
+    // Every chunk holding a query term was a candidate: nothing was left unread.
+    const complete = (flags?.bound ?? 0) === 0 && (flags?.ncand ?? 0) < candidates;
+    const kth = rows[limit - 1]?.score;
+    return { rows, complete, exact: complete || (kth !== undefined && kth >= bound) };
+  };
+  const base = filter === undefined ? Math.max(200, 4 * limit) : Math.max(1000, 20 * limit);
+  let found = await attempt(c.keywordDepth, base);
+  if (!found.exact && found.rows.length >= limit) {
+    found = await attempt(c.keywordDepth * 4, base * 2);
+  }
+  return found.rows.length >= limit || found.complete ? found.rows : undefined;
+}
+
+/** Keyword search scanning every chunk's BM25 weights (linear in the collection; the exact reference). */
+export async function exactKeywordSearch(
+  c: SearchContext,
+  weights: ReadonlyMap<number, number>,
+  limit: number,
+  filter: FilterNode | undefined,
+): Promise<ScoredRow[]> {
+  const params: unknown[] = [sparseLiteral(weights), limit];
+  let extra = '';
+  if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
+  const res = await c.client.query<ScoredRow>(
+    `SELECT id, content, metadata, ((bm25 <#> $1::sparsevec) * -1)::float8 AS score
+     FROM ${c.t.table} WHERE (bm25 <#> $1::sparsevec) < 0 AND ${c.t.visible} ${extra}
+     ORDER BY bm25 <#> $1::sparsevec, id LIMIT $2`,
+    params,
+  );
+  return res.rows;
+}

@@ -4,10 +4,10 @@
  * served configuration), experiments started from the page and run in this process through the same local state
  * machine as `ai4rag experiment`, and the per-request choice of an experiment's pattern to answer with.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
-import { extname, join, resolve, sep } from 'node:path';
+import { basename, dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import * as z from 'zod';
@@ -283,16 +283,20 @@ export function createWebApi(options: WebApiOptions): WebApi {
       return errorResponse(409, 'conflict', 'an experiment is already running in this server');
     }
     let documents = runtime.documents;
+    let documentsPrefix = '';
     if (body.documents_dir !== undefined) {
-      const folder = resolve(body.documents_dir);
-      if (!existsSync(folder)) {
+      const path = resolve(body.documents_dir);
+      const info = statSync(path, { throwIfNoEntry: false });
+      if (info === undefined) {
         throw new ValidationError(`documents_dir "${body.documents_dir}" does not exist`);
       }
-      documents = new FsObjectStore(folder);
+      // A folder, or one file (as `ai4rag experiment --docs`).
+      documents = new FsObjectStore(info.isDirectory() ? path : dirname(path));
+      if (!info.isDirectory()) documentsPrefix = basename(path);
     }
     const input = {
       experimentId: id,
-      documentsPrefix: '',
+      documentsPrefix,
       benchmarkKey: `${experimentPrefix(id)}input/benchmark.json`,
       ...(body.max_evals !== undefined && { maxEvals: body.max_evals }),
       ...(body.optimizer !== undefined && { optimizer: body.optimizer }),
@@ -331,28 +335,36 @@ export function createWebApi(options: WebApiOptions): WebApi {
     return jsonResponse(202, { experiment_id: id, status: 'running' });
   }
 
+  /** A run of this process before (or without: its prepare step failed) a ledger. */
+  const unrecorded = (run: RunRecord) => ({
+    experiment_id: run.experiment_id,
+    created_at: run.started_at,
+    status: 'incomplete' as const,
+    trials: { done: 0, failed: 0, running: 0, cached: 0 },
+    collections: [],
+    run: {
+      status: run.status,
+      started_at: run.started_at,
+      ...(run.state !== undefined && { state: run.state }),
+      ...(run.error !== undefined && { error: run.error }),
+    },
+  });
+
+  async function list(): Promise<unknown[]> {
+    const listed = await listExperiments(store);
+    const known = new Set(listed.map((s) => s.experiment_id));
+    const pending = [...runs.values()].filter((r) => !known.has(r.experiment_id));
+    return [...pending.reverse().map(unrecorded), ...listed.map(withRun)];
+  }
+
   async function experiment(id: string): Promise<APIGatewayProxyResult> {
     checkExperimentId(id);
     const run = runs.get(id);
     try {
       return jsonResponse(200, withRun(await readExperiment(store, id)));
     } catch (error) {
-      // Before its prepare step wrote the ledger, a run of this process is known only here.
       if (!(error instanceof NotFoundError) || run === undefined) throw error;
-      return jsonResponse(200, {
-        experiment_id: id,
-        status: 'incomplete',
-        trials: { done: 0, failed: 0, running: 0, cached: 0 },
-        trials_list: [],
-        events: [],
-        collections: [],
-        run: {
-          status: run.status,
-          started_at: run.started_at,
-          ...(run.state !== undefined && { state: run.state }),
-          ...(run.error !== undefined && { error: run.error }),
-        },
-      });
+      return jsonResponse(200, { ...unrecorded(run), trials_list: [], events: [] });
     }
   }
 
@@ -392,7 +404,7 @@ export function createWebApi(options: WebApiOptions): WebApi {
       if (parts.length === 1) {
         if (method === 'GET') {
           return jsonResponse(200, {
-            experiments: (await listExperiments(store)).map(withRun),
+            experiments: await list(),
           });
         }
         if (method === 'POST') return start(jsonBody(body));

@@ -274,6 +274,72 @@ describe('ai4rag serve: the web app, its routes and the access log', () => {
     expect(index?.experiments).toEqual(['web-run']);
   }, 120_000);
 
+  async function waitForRun(id: string): Promise<{ run?: { status: string; error?: string } }> {
+    let detail: { run?: { status: string; error?: string } } = {};
+    for (let i = 0; i < 240; i++) {
+      detail = (await (await call(`/experiments/${id}`)).json()) as typeof detail;
+      if (detail.run?.status === 'finished' || detail.run?.status === 'failed') break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    return detail;
+  }
+
+  it('runs an experiment over one file, as experiment --docs FILE', async () => {
+    // Act
+    const started = await call('/experiments', {
+      method: 'POST',
+      body: JSON.stringify({
+        experiment_id: 'one-file',
+        documents_dir: join(DOCS, 'about', 'company-overview.md'),
+        // One file's key is its name, as with experiment --docs FILE.
+        benchmark: BENCHMARK.map((q) => ({
+          ...q,
+          correct_answer_document_keys: ['company-overview.md'],
+        })),
+        max_evals: 1,
+      }),
+    });
+    const detail = await waitForRun('one-file');
+    const listed = (await (await call('/experiments')).json()) as {
+      experiments: { experiment_id: string; documents?: number }[];
+    };
+
+    // Assess
+    expect(started.status).toBe(202);
+    expect(detail.run?.status).toBe('finished');
+    expect(listed.experiments.find((e) => e.experiment_id === 'one-file')?.documents).toBe(1);
+  }, 120_000);
+
+  it('lists a run whose prepare step failed, with its error', async () => {
+    // Prepare
+    const empty = join(dir, 'empty-docs');
+    await mkdir(empty);
+
+    // Act
+    const started = await call('/experiments', {
+      method: 'POST',
+      body: JSON.stringify({
+        experiment_id: 'no-docs',
+        documents_dir: empty,
+        benchmark: BENCHMARK,
+      }),
+    });
+    const detail = await waitForRun('no-docs');
+    const listed = (await (await call('/experiments')).json()) as {
+      experiments: { experiment_id: string; status: string; run?: { status: string } }[];
+    };
+
+    // Assess
+    expect(started.status).toBe(202);
+    expect(detail.run?.status).toBe('failed');
+    expect(detail.run?.error).toMatch(/^The experiment state machine failed: /);
+    expect(listed.experiments[0]).toMatchObject({
+      experiment_id: 'no-docs',
+      status: 'incomplete',
+      run: { status: 'failed' },
+    });
+  }, 120_000);
+
   it('writes one access-log line per request: time, method, path without query, status, ms, bytes; never the token', async () => {
     // Prepare
     log.length = 0;

@@ -120,3 +120,38 @@ describe.skipIf(config === undefined)('concurrent index builds on a PostgreSQL s
     }
   });
 });
+
+describe.skipIf(config === undefined)(
+  'new collections beside busy ones on a PostgreSQL server',
+  () => {
+    it('opens a new collection while another session holds a transaction reading the registry', async () => {
+      // Prepare: a writer of another collection mid-transaction (it has read the registry, as every upsert does)
+      if (config === undefined) return;
+      const pool = new pg.Pool({ ...clientOptions(config), max: 4 });
+      const client = fromPgPool(pool, { ownsPool: true });
+      const embedder = createHashEmbedder({ dimension: 8 });
+      const busyName = `ai4rag_busy_${Date.now().toString(36)}`;
+      const freshName = `ai4rag_fresh_${Date.now().toString(36)}`;
+      const busy = await PgVectorStore.create({ client, embedder, collectionName: busyName });
+      const holder = new pg.Client(clientOptions(config));
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT count(*) FROM ai4rag_collections');
+        // Act: before the fix, the registry ALTER waited on that transaction and failed at the lock timeout
+        const fresh = await PgVectorStore.create({ client, embedder, collectionName: freshName });
+        await fresh.addChunks([makeChunk('d1', 1, 'opened beside a busy writer')]);
+        // Assess
+        expect((await fresh.stats()).chunks).toBe(1);
+        await fresh.close();
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        await holder.end();
+        await busy.close();
+        await dropPgCollection(client, busyName);
+        await dropPgCollection(client, freshName);
+        await client.close();
+      }
+    });
+  },
+);

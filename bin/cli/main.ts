@@ -169,7 +169,21 @@ function parseCommand(command: string, argv: readonly string[]): Parsed {
   try {
     return parse([...argv], COMMAND_OPTIONS[command] ?? {});
   } catch (error) {
-    const unknown = /^Unknown option '(--?[^']+)'/.exec((error as Error).message);
+    const message = (error as Error).message;
+    const ambiguous = /^Option '(--[^']+)' argument is ambiguous/.exec(message);
+    if (ambiguous !== null) {
+      throw new ValidationError(
+        `${ambiguous[1]} needs a value; a value starting with "-" is written ${ambiguous[1]}=-1`,
+        { cause: error },
+      );
+    }
+    const missing = /^Option '(--[^' ]+)[^']*' argument missing/.exec(message);
+    if (missing !== null) {
+      throw new ValidationError(`${missing[1]} needs a value (ai4rag ${command} --help)`, {
+        cause: error,
+      });
+    }
+    const unknown = /^Unknown option '(--?[^']+)'/.exec(message);
     if (unknown === null) throw error;
     throw new ValidationError(
       `unknown option ${unknown[1]} for ${command} (ai4rag ${command} --help lists its options)`,

@@ -330,4 +330,20 @@ describe('CLI validation errors', () => {
     expect(c.err[1]).toContain('ai4rag stats: --collection: ');
     expect(existsSync(where)).toBe(false);
   });
+
+  it.each([
+    [
+      ['search', 'x', '--k', '--json'],
+      '--k needs a value; a value starting with "-" is written --k=-1',
+    ],
+    [
+      ['experiment', '--seed', '-1'],
+      '--seed needs a value; a value starting with "-" is written --seed=-1',
+    ],
+    [['search', 'x', '--k'], '--k needs a value (ai4rag search --help)'],
+  ])('%j: a flag without its value is refused naming it', async (args, message) => {
+    const c = capture();
+    expect(await main(args, c.io)).toBe(2);
+    expect(c.err).toEqual([`ai4rag ${args[0]}: ${message}`]);
+  });
 });

@@ -514,9 +514,14 @@ export async function cmdOptimizerSim(p: Parsed, io: Io): Promise<number> {
     }
   }
   const table = parseScoreTable(await readJsonFile(file, 'score table'));
-  const maxEvals = optInt(p, 'max-evals') ?? table.length;
-  const seeds = optInt(p, 'seeds') ?? 50;
-  const batchSize = optInt(p, 'batch-size') ?? 1;
+  const positive = (name: string, fallback: number): number => {
+    const n = optInt(p, name) ?? fallback;
+    if (n < 1) throw new ValidationError(`--${name} must be an integer ≥ 1, got ${n}`);
+    return n;
+  };
+  const maxEvals = positive('max-evals', table.length);
+  const seeds = positive('seeds', 50);
+  const batchSize = positive('batch-size', 1);
   const results = names.map((name) =>
     simulateOptimizer(table, name as OptimizerName, { maxEvals, seeds, batchSize }),
   );

@@ -346,4 +346,14 @@ describe('CLI validation errors', () => {
     expect(await main(args, c.io)).toBe(2);
     expect(c.err).toEqual([`ai4rag ${args[0]}: ${message}`]);
   });
+
+  it.each(['max-evals', 'seeds', 'batch-size'])(
+    'optimizer-sim --%s 0 is refused naming the flag',
+    async (flag) => {
+      const c = capture();
+      const scores = join(import.meta.dirname, '../../fixtures/optimizer/clapnq-dev-scores.json');
+      expect(await main(['optimizer-sim', '--scores', scores, `--${flag}`, '0'], c.io)).toBe(2);
+      expect(c.err).toEqual([`ai4rag optimizer-sim: --${flag} must be an integer ≥ 1, got 0`]);
+    },
+  );
 });

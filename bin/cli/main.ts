@@ -322,6 +322,20 @@ function chunkingFrom(p: Parsed): ChunkingOptions {
     chunkSize: int(p, 'chunk-size', DEFAULT_CHUNKING.chunkSize),
     chunkOverlap: int(p, 'chunk-overlap', defaultOverlap),
   };
+  // The chunker checks the values; checked here, before any store opens, and named as the flags.
+  try {
+    createChunker(options);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new ValidationError(
+      error.message
+        .replace(/\bchunkSize\b/g, '--chunk-size')
+        .replace(/\bchunkOverlap\b/g, '--chunk-overlap')
+        .replace(/^Hybrid chunking/, '--chunking hybrid'),
+      { cause: error },
+    );
+  }
+  return options;
 }
 
 /** Neighbours on each side a window may take (the retriever's bound). */

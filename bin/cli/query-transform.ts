@@ -82,7 +82,12 @@ export function queryTransformFrom(
         : /fbTerms/.test((error as Error).message)
           ? 'rm3-fb-terms'
           : 'rm3-weight';
-      throw new ValidationError(`--${name}: ${(error as Error).message}`, { cause: error });
+      // The flag, not the option's internal name: `rm3 originalQueryWeight must be …` → `--rm3-weight must be …`.
+      const text = (error as Error).message.replace(
+        /^(rm3 )?(fbDocs|fbTerms|originalQueryWeight) /,
+        '',
+      );
+      throw new ValidationError(`--${name} ${text}`, { cause: error });
     }
     return { kind, rm3 };
   }

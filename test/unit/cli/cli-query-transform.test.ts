@@ -106,11 +106,11 @@ describe('ai4rag search, ask and eval-retrieval with --query-transform', () => {
     ],
     [
       ['--query-transform', 'rm3', '--search-mode', 'hybrid', '--rm3-weight', '1.5'],
-      '--rm3-weight: rm3 originalQueryWeight must be in [0, 1], got 1.5',
+      '--rm3-weight must be in [0, 1], got 1.5',
     ],
     [
       ['--query-transform', 'rm3', '--search-mode', 'hybrid', '--rm3-fb-terms', '0'],
-      '--rm3-fb-terms: rm3 fbTerms must be an integer ≥ 1, got 0',
+      '--rm3-fb-terms must be an integer ≥ 1, got 0',
     ],
     [
       ['--query-transform', 'multi_query', '--multi-queries', '11'],

@@ -356,4 +356,21 @@ describe('CLI validation errors', () => {
       expect(c.err).toEqual([`ai4rag optimizer-sim: --${flag} must be an integer ≥ 1, got 0`]);
     },
   );
+
+  it.each([
+    [
+      ['--chunk-size', '5000'],
+      '--chunk-size 5000 is invalid; it must be an integer in 128..2048 (tokens).',
+    ],
+    [
+      ['--chunking', 'hybrid', '--chunk-overlap', '10'],
+      '--chunking hybrid does not support overlap: --chunk-overlap must be 0, got 10.',
+    ],
+  ])('ingest %j: refused with the flag names before any store opens', async (args, message) => {
+    const c = capture();
+    const where = join(dir, 'chunking');
+    expect(await main(['ingest', docs, '--data-dir', where, ...args], c.io)).toBe(2);
+    expect(c.err).toEqual([`ai4rag ingest: ${message}`]);
+    expect(existsSync(where)).toBe(false);
+  });
 });

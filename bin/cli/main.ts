@@ -317,7 +317,7 @@ function chunkingFrom(p: Parsed): ChunkingOptions {
     DEFAULT_CHUNKING.method,
   );
   const defaultOverlap = method === 'hybrid' ? 0 : DEFAULT_CHUNKING.chunkOverlap;
-  return {
+  const options = {
     method,
     chunkSize: int(p, 'chunk-size', DEFAULT_CHUNKING.chunkSize),
     chunkOverlap: int(p, 'chunk-overlap', defaultOverlap),

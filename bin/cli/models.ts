@@ -12,6 +12,7 @@ import {
   parseEndpoints,
   resolveModel,
 } from '../../shared/src/endpoints.js';
+import { ValidationError } from '../../shared/src/errors.js';
 import {
   LOCAL_EXTRACTIVE_MODEL_ID,
   LocalExtractiveModel,
@@ -36,7 +37,18 @@ export function cliEndpoints(): Endpoints {
  * @throws {EndpointConfigError} for a remote model without an endpoint.
  */
 export async function cliEmbedder(spec: string, prefixesFlag?: string): Promise<Embedder> {
-  if (spec === 'local' || spec.startsWith('local/')) return createEmbedder(spec);
+  if (spec === 'local' || spec.startsWith('local/')) {
+    // Checked all the same (a bad value is an error everywhere), and refused: the local embedder takes none.
+    if (prefixesFlag !== undefined) {
+      parseEmbeddingPrefixes(prefixesFlag);
+      if (prefixesFlag !== 'auto' && prefixesFlag !== 'none') {
+        throw new ValidationError(
+          `--embedding-prefixes applies to OpenAI-compatible embedding models; ${spec} takes no instruction prefixes`,
+        );
+      }
+    }
+    return createEmbedder(spec);
+  }
   const { model, endpoint } = resolveModel(cliEndpoints(), 'embedding', spec);
   const prefixes =
     prefixesFlag !== undefined

@@ -373,4 +373,17 @@ describe('CLI validation errors', () => {
     expect(c.err).toEqual([`ai4rag ingest: ${message}`]);
     expect(existsSync(where)).toBe(false);
   });
+
+  it('refuses --embedding-prefixes with the local embedder, which takes none', async () => {
+    const c = capture();
+    expect(
+      await main(
+        ['search', 'x', '--embedding-prefixes', '{"query": "q: "}', '--data-dir', join(dir, 'p')],
+        c.io,
+      ),
+    ).toBe(2);
+    expect(c.err).toEqual([
+      'ai4rag search: --embedding-prefixes applies to OpenAI-compatible embedding models; local/feature-hash-v1-384 takes no instruction prefixes',
+    ]);
+  });
 });

@@ -10,7 +10,8 @@
  *    connection. Ratio = ours / raw (1.0 = no overhead beyond the model and the SQL).
  *
  * 3. Optimizer efficiency on a recorded score table.
- * 4. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
+ * 4. (`--serve`) `ai4rag serve` under concurrent load, with a health check on new connections (bench/serve-load.ts).
+ * 5. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
  *    a fresh `node` takes to import it (bench/bundles.ts). `npm run bench -- --bundles` runs this section alone.
  *
  * PostgreSQL comes from PGVECTOR_HOST/PORT/DB/USER/PASSWORD, or is started with ../shared/tools/pg-with-pgvector
@@ -337,6 +338,9 @@ async function measureBundle(
 if (process.argv.includes('--scale')) {
   const { runScale } = await import('./scale.js');
   await runScale(process.argv.slice(2));
+} else if (process.argv.includes('--serve')) {
+  const { runServeLoad } = await import('./serve-load.js');
+  await runServeLoad(process.argv.slice(2));
 } else if (process.argv.includes('--bundles')) {
   await bundleSizes();
 } else {

@@ -185,6 +185,10 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
   },
   log: { text: 'access log, one line per request, on stderr' },
   'log-file': { arg: 'FILE', text: 'access log appended to FILE instead' },
+  concurrency: {
+    arg: 'N',
+    text: 'API requests run at once, the rest queue in arrival order (default 4)',
+  },
   // collections / documents
   yes: { text: 'do it without asking (needed when stdin is not a terminal)' },
 };
@@ -399,7 +403,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     usage: 'serve [options]',
     description: 'Every route but /health needs "Authorization: Bearer <token>".',
     groups: [
-      ['Server', ['port', 'host', 'token', 'documents-dir', 'log', 'log-file']],
+      ['Server', ['port', 'host', 'token', 'documents-dir', 'log', 'log-file', 'concurrency']],
       ['Answers', ['collection', 'pattern', 'prices', ...RERANK]],
     ],
     globals: ['store', 'data-dir', 'config'],

@@ -27,6 +27,7 @@ import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store
 import { int, type OptionSpec, oneOf, parse, str } from './args.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';
+import { createGate } from './serve-gate.js';
 import { type AccessLogSink, fileSink, logAccess } from './serve-log.js';
 import { createWebApi, isWebPath, PATTERN_HEADER, sendWebFile, WEB_DIST_DIR } from './serve-web.js';
 
@@ -40,6 +41,7 @@ export const SERVE_OPTIONS: OptionSpec = {
   collection: { type: 'string' },
   log: { type: 'boolean' },
   'log-file': { type: 'string' },
+  concurrency: { type: 'string' },
   ...RERANK_OPTIONS,
   ...PRICES_OPTIONS,
 };
@@ -97,8 +99,13 @@ const ROUTES: readonly Route[] = [
   { method: 'GET', resource: '/health', handler: 'documents' },
 ];
 
+/** API requests `serve` runs at once (the rest queue in arrival order; see serve-gate.ts). */
+export const DEFAULT_CONCURRENCY = 4;
+
 /** Options of {@link startServer}. */
 export interface ServeOptions {
+  /** API requests run at once; the others wait in arrival order. @default DEFAULT_CONCURRENCY */
+  concurrency?: number;
   dataDir: string;
   documentsDir?: string;
   /** @default '127.0.0.1' */
@@ -241,6 +248,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     documents: createDocumentsHandler(rt) as unknown as ApiHandler,
   });
   const handlers = handlersOf(runtime);
+  const gate = createGate(options.concurrency ?? DEFAULT_CONCURRENCY);
   const web = createWebApi({
     runtime,
     env: options.env ?? {},
@@ -373,39 +381,51 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         }
         if (found.route.resource !== '/health' && !authorized(req, res)) return;
         const body = await readBody(req);
-        // The documents routes always serve the knowledge base; the query routes may answer with a pattern.
-        const header = req.headers[PATTERN_HEADER];
-        const chosen =
-          found.route.handler === 'documents'
-            ? { runtime }
-            : await web.runtimeFor(Array.isArray(header) ? header[0] : header);
-        if (found.route.handler === 'stream') {
-          await streamAnswer(
-            chosen.runtime,
-            { body: body.toString('utf8'), isBase64Encoded: false },
-            { write: (chunk) => res.write(chunk), end: () => res.end() },
-            (statusCode, contentType) => {
-              res.writeHead(statusCode, {
-                'content-type': contentType,
-                'cache-control': 'no-cache',
-              });
-              return { write: (chunk) => res.write(chunk), end: () => res.end() };
-            },
-            prices && { prices },
+        // Liveness answers at once; everything else takes its turn (see serve-gate.ts).
+        if (found.route.resource === '/health') {
+          return send(
+            res,
+            (await handlers.documents(
+              toProxyEvent(req, url, found.route.resource, found.pathParameters, body),
+              localContext('documents'),
+            )) as APIGatewayProxyResult,
           );
-          return;
         }
-        const event = toProxyEvent(req, url, found.route.resource, found.pathParameters, body);
-        let routeHandlers = handlers;
-        if (chosen.key !== undefined) {
-          routeHandlers = patternHandlers.get(chosen.key) ?? handlersOf(chosen.runtime);
-          patternHandlers.set(chosen.key, routeHandlers);
-        }
-        const result = (await routeHandlers[found.route.handler](
-          event,
-          localContext(found.route.handler),
-        )) as APIGatewayProxyResult;
-        return send(res, result);
+        await gate.run(async () => {
+          // The documents routes always serve the knowledge base; the query routes may answer with a pattern.
+          const header = req.headers[PATTERN_HEADER];
+          const chosen =
+            found.route.handler === 'documents'
+              ? { runtime }
+              : await web.runtimeFor(Array.isArray(header) ? header[0] : header);
+          if (found.route.handler === 'stream') {
+            await streamAnswer(
+              chosen.runtime,
+              { body: body.toString('utf8'), isBase64Encoded: false },
+              { write: (chunk) => res.write(chunk), end: () => res.end() },
+              (statusCode, contentType) => {
+                res.writeHead(statusCode, {
+                  'content-type': contentType,
+                  'cache-control': 'no-cache',
+                });
+                return { write: (chunk) => res.write(chunk), end: () => res.end() };
+              },
+              prices && { prices },
+            );
+            return;
+          }
+          const event = toProxyEvent(req, url, found.route.resource, found.pathParameters, body);
+          let routeHandlers = handlers;
+          if (chosen.key !== undefined) {
+            routeHandlers = patternHandlers.get(chosen.key) ?? handlersOf(chosen.runtime);
+            patternHandlers.set(chosen.key, routeHandlers);
+          }
+          const result = (await routeHandlers[found.route.handler](
+            event,
+            localContext(found.route.handler),
+          )) as APIGatewayProxyResult;
+          send(res, result);
+        });
       } catch (error) {
         if (!res.headersSent) send(res, errorResult(error));
         else res.end();
@@ -457,6 +477,7 @@ export async function runServe(
 ): Promise<number> {
   let p: ReturnType<typeof parse>;
   let port: number;
+  let concurrency: number;
   let overrides: Record<string, string> = {};
   let store: StoreKind;
   try {
@@ -464,6 +485,10 @@ export async function runServe(
     port = int(p, 'port', 8787);
     if (port < 0 || port > 65535)
       throw new ValidationError(`--port must be in 0..65535, got ${port}`);
+    concurrency = int(p, 'concurrency', DEFAULT_CONCURRENCY);
+    if (concurrency < 1 || concurrency > 256) {
+      throw new ValidationError(`--concurrency must be in 1..256, got ${concurrency}`);
+    }
     const pattern = str(p, 'pattern');
     const collection = str(p, 'collection');
     if (pattern !== undefined) overrides = patternEnv(pattern, collection);
@@ -504,6 +529,7 @@ export async function runServe(
     host,
     port,
     token,
+    concurrency,
     env: { ...ENV, ...overrides },
     ...(documentsDir && { documentsDir }),
     store,

@@ -1,0 +1,255 @@
+/**
+ * `npm run bench -- --serve [--connections 50] [--seconds 10] [--route generate|search]`: `ai4rag serve` under
+ * load on 127.0.0.1. One server on the embedded store with 1,000 synthetic documents (one chunk each), uploaded
+ * through its own API; then `--connections` keep-alive clients send requests back to back for `--seconds`, while a
+ * prober opens a NEW connection every 250 ms for `GET /health` (what a load balancer's health check does).
+ *
+ * Prints requests/s, p50 / p95 / p99 latency and p99 / p50, and the health check's p50 / max latency under load.
+ */
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mulberry32 } from '../shared/src/util/random.js';
+import { percentile } from './measure.js';
+
+/** Options of {@link runServeLoad}, from the command line. */
+export interface ServeLoadOptions {
+  connections: number;
+  /** `serve --concurrency` (its default when absent). */
+  concurrency?: number;
+  seconds: number;
+  route: 'generate' | 'search';
+}
+
+/** Parses `--connections` (1–200, default 50), `--seconds` (1–120, default 10), `--route` (default generate). */
+export function parseServeLoadArgs(argv: readonly string[]): ServeLoadOptions {
+  const value = (flag: string) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const connections = Number(value('--connections') ?? 50);
+  const seconds = Number(value('--seconds') ?? 10);
+  const route = value('--route') ?? 'generate';
+  if (!Number.isInteger(connections) || connections < 1 || connections > 200) {
+    throw new Error(
+      `--connections must be an integer from 1 to 200, got "${value('--connections')}"`,
+    );
+  }
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 120) {
+    throw new Error(`--seconds must be an integer from 1 to 120, got "${value('--seconds')}"`);
+  }
+  if (route !== 'generate' && route !== 'search') {
+    throw new Error(`--route must be generate or search, got "${route}"`);
+  }
+  const concurrency = value('--concurrency');
+  if (concurrency !== undefined && !/^[1-9][0-9]*$/.test(concurrency)) {
+    throw new Error(`--concurrency must be a positive integer, got "${concurrency}"`);
+  }
+  return {
+    connections,
+    seconds,
+    route,
+    ...(concurrency !== undefined && { concurrency: Number(concurrency) }),
+  };
+}
+
+const WORDS = Array.from({ length: 2000 }, (_, i) => `term${i.toString(36)}`);
+
+function request(
+  agent: http.Agent | false,
+  url: URL,
+  method: string,
+  token: string,
+  body?: string,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method,
+        agent,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body !== undefined && {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          }),
+        },
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+/** Uploads `count` one-chunk documents through `POST /uploads` (then PUT to the URL it gives) and waits until `/documents` lists them indexed. */
+async function seed(server: { url: string }, token: string, count: number): Promise<void> {
+  const random = mulberry32(7);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  for (let d = 0; d < count; d += 1) {
+    const text = Array.from(
+      { length: 80 + Math.floor(random() * 60) },
+      () => WORDS[Math.floor(random() ** 2 * WORDS.length)],
+    ).join(' ');
+    const key = `load/doc-${String(d).padStart(5, '0')}.txt`;
+    const presigned = await request(
+      agent,
+      new URL('/uploads', server.url),
+      'POST',
+      token,
+      JSON.stringify({ key }),
+    );
+    if (presigned.status !== 200) {
+      throw new Error(`POST /uploads answered ${presigned.status}: ${presigned.text}`);
+    }
+    const { url } = JSON.parse(presigned.text) as { url: string };
+    const res = await request(agent, new URL(url, server.url), 'PUT', token, text);
+    if (res.status >= 300) throw new Error(`upload ${d} answered ${res.status}: ${res.text}`);
+  }
+  for (let waited = 0; ; waited += 1) {
+    const res = await request(agent, new URL('/stats', server.url), 'GET', token);
+    const stats = JSON.parse(res.text) as { documents?: number };
+    if ((stats.documents ?? 0) >= count) break;
+    if (waited > 600) throw new Error(`only ${stats.documents} of ${count} documents indexed`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  agent.destroy();
+}
+
+/** Runs the load and prints one line of results. */
+export async function runServeLoad(argv: readonly string[]): Promise<void> {
+  const options = parseServeLoadArgs(argv);
+  const dir = await mkdtemp(join(tmpdir(), 'ai4rag-serve-load-'));
+  const token = 'bench-token';
+  // The server in its own process, as users run it (the load generator must not share its event loop).
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      join(import.meta.dirname, '..', 'bin', 'ai4rag.mjs'),
+      'serve',
+      '--port',
+      String(port),
+      '--token',
+      token,
+      '--data-dir',
+      dir,
+      ...(options.concurrency !== undefined ? ['--concurrency', String(options.concurrency)] : []),
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const server = { url: `http://127.0.0.1:${port}` };
+  try {
+    await waitForHealth(server.url, child);
+    await seed(server, token, 1000);
+    const random = mulberry32(11);
+    const queries = Array.from({ length: 200 }, () =>
+      Array.from({ length: 3 }, () => WORDS[Math.floor(random() ** 2 * 400)]).join(' '),
+    );
+    // The first query after an ingest folds the statistics log (and may re-weight BM25): timed apart, not load.
+    const w0 = performance.now();
+    await request(
+      false,
+      new URL(`/${options.route}`, server.url),
+      'POST',
+      token,
+      JSON.stringify({ question: queries[0], k: 5 }),
+    );
+    const firstMs = performance.now() - w0;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
+    const target = new URL(`/${options.route}`, server.url);
+    const latencies: number[] = [];
+    const health: number[] = [];
+    let errors = 0;
+    const deadline = performance.now() + options.seconds * 1000;
+    const client = async (c: number) => {
+      for (let i = c; performance.now() < deadline; i += options.connections) {
+        const body = JSON.stringify({ question: queries[i % queries.length], k: 5 });
+        const t0 = performance.now();
+        const res = await request(agent, target, 'POST', token, body);
+        if (res.status !== 200) errors += 1;
+        latencies.push(performance.now() - t0);
+      }
+    };
+    // The prober in a process of its own, as a load balancer is: this process's event loop is busy with the load.
+    const prober = async () => {
+      const script = `const http = require('node:http');
+        const end = Date.now() + ${options.seconds * 1000}; const out = [];
+        const once = () => new Promise((ok) => { const t0 = performance.now();
+          http.get(${JSON.stringify(`${server.url}/health`)}, { agent: false }, (res) => {
+            res.resume(); res.on('end', () => { out.push(performance.now() - t0); ok(); }); })
+            .on('error', () => { out.push(Number.NaN); ok(); }); });
+        (async () => { while (Date.now() < end) { await once(); await new Promise((r) => setTimeout(r, 250)); }
+          process.stdout.write(JSON.stringify(out)); })();`;
+      const child = spawn(process.execPath, ['-e', script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let text = '';
+      child.stdout?.on('data', (c: Buffer) => {
+        text += c.toString('utf8');
+      });
+      await new Promise((r) => child.once('exit', r));
+      for (const ms of JSON.parse(text || '[]') as number[]) health.push(ms);
+    };
+    const started = performance.now();
+    await Promise.all([
+      ...Array.from({ length: options.connections }, (_, c) => client(c)),
+      prober(),
+    ]);
+    const seconds = (performance.now() - started) / 1000;
+    agent.destroy();
+    latencies.sort((a, b) => a - b);
+    health.sort((a, b) => a - b);
+    const p = (q: number) => percentile(latencies, q);
+    const f = (x: number) => x.toFixed(1);
+    console.log(
+      `serve  ${options.connections} connections, POST /${options.route} on 1,000 chunks (PGlite): ${f(latencies.length / seconds)} requests/s, ` +
+        `p50 ${f(p(50))} / p95 ${f(p(95))} / p99 ${f(p(99))} ms (p99/p50 ${(p(99) / p(50)).toFixed(2)}), ${errors} errors; ` +
+        `first query after ingest ${f(firstMs)} ms; health check on a new connection: p50 ${f(percentile(health, 50))} ms, max ${f(health.at(-1) ?? Number.NaN)} ms (${health.length} probes)`,
+    );
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A free TCP port on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Waits (≤ 60 s) until the server answers /health; fails when the process exits first. */
+async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 240; i += 1) {
+    if (child.exitCode !== null) throw new Error(`ai4rag serve exited with ${child.exitCode}`);
+    try {
+      const res = await request(false, new URL('/health', url), 'GET', '');
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error('ai4rag serve did not answer /health within 60 s');
+}

@@ -14,7 +14,7 @@ import {
   defaultRetrievalFor,
   SEMANTIC_RETRIEVAL,
 } from '../../shared/src/defaults.js';
-import { loadDocuments } from '../../shared/src/documents/index.js';
+import { streamDocuments } from '../../shared/src/documents/index.js';
 import { DEFAULT_EMBEDDING_MODEL } from '../../shared/src/embeddings/factory.js';
 import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { Ai4ragError, NotFoundError, ValidationError } from '../../shared/src/errors.js';
@@ -500,16 +500,8 @@ async function ingestPaths(
   }
   // Taken before reading: a deletion committed after this instant (another process's --prune) wins.
   const readAt = new Date().toISOString();
-  const loaded = await loadDocuments(absolute);
-  // Files that are not documents (unsupported type, empty) are skipped; every other load failure is a failed
-  // document and makes the exit status non-zero.
-  const skippedFiles = loaded.failures.filter(
-    (f) => f.reason === 'unsupported_type' || f.reason === 'empty',
-  );
-  const loadFailures = loaded.failures.filter((f) => !skippedFiles.includes(f));
-  for (const f of skippedFiles) io.err(`skipped ${f.key}: ${f.message}`);
-  for (const f of loadFailures) io.err(`failed ${f.key}: ${f.message}`);
-  for (const w of loaded.warnings ?? []) io.err(`warning: ${w.message}`);
+  // A stream: .jsonl corpora are read line by line, so no corpus is too large to ingest (each record keeps its bound).
+  const loaded = await streamDocuments(absolute);
   const progress = new ProgressLine(process.stderr, !opts.json);
   const summary = await ingestDocuments(loaded.documents, {
     store: session.store,
@@ -517,8 +509,9 @@ async function ingestPaths(
     chunk: (doc) => chunker.chunk(doc),
     prune: opts.prune,
     readAt,
-    // A file (or folder) that failed to load this time is still on disk: keep its previous version(s).
-    keep: loaded.failures.map((f) => f.key),
+    // A file (or folder) that failed to load this time is still on disk: keep its previous version(s). Read at the
+    // end, when the stream has found every failure.
+    keep: () => loaded.failures.map((f) => f.key),
     onProgress: (pr) =>
       progress.update(
         pr.documentsDone,
@@ -527,6 +520,15 @@ async function ingestPaths(
       ),
   });
   progress.done();
+  // Files that are not documents (unsupported type, empty) are skipped; every other load failure is a failed
+  // document and makes the exit status non-zero.
+  const skippedFiles = loaded.failures.filter(
+    (f) => f.reason === 'unsupported_type' || f.reason === 'empty',
+  );
+  const loadFailures = loaded.failures.filter((f) => !skippedFiles.includes(f));
+  for (const f of skippedFiles) io.err(`skipped ${f.key}: ${f.message}`);
+  for (const f of loadFailures) io.err(`failed ${f.key}: ${f.message}`);
+  for (const w of loaded.warnings) io.err(`warning: ${w.message}`);
   for (const d of summary.documents) {
     if (d.status === 'failed') io.err(`failed ${d.documentId}: ${d.error}`);
     if (d.status === 'superseded') io.err(`not stored ${d.documentId}: ${d.error}`);
@@ -541,7 +543,7 @@ async function ingestPaths(
   const count = (status: string) => summary.documents.filter((d) => d.status === status).length;
   return {
     collection: session.store.collectionName,
-    documents: loaded.documents.length,
+    documents: summary.documentsTotal,
     indexed: count('indexed'),
     unchanged: count('unchanged'),
     superseded: count('superseded'),

@@ -310,18 +310,18 @@ describe('a poison corpus through `ai4rag ingest`', () => {
     const summary = lastJson<{
       indexed: number;
       failed: number;
-      failures: { document: string; reason: string; message: string }[];
+      failures: { document_key: string; reason: string; message: string }[];
     }>(run);
     expect(summary.indexed).toBe(indexable.length);
     expect(summary.failed).toBe(failing.length);
-    expect(Object.fromEntries(summary.failures.map((f) => [f.document, f.reason]))).toEqual({
+    expect(Object.fromEntries(summary.failures.map((f) => [f.document_key, f.reason]))).toEqual({
       'bomb.docx': 'bomb',
       'liar.docx': 'bomb',
       'bomb.pdf': 'bomb',
       'deep.html': 'too_deep',
       'broken.docx': 'corrupt',
     });
-    for (const f of summary.failures) expect(f.message).toContain(f.document);
+    for (const f of summary.failures) expect(f.message).toContain(f.document_key);
     expect(run.stderr).toMatch(/warning: nul\.txt: stripped 2 NUL characters/);
     const peak = Number(await readFile(rssFile, 'utf8'));
     expect(peak).toBeGreaterThan(0);

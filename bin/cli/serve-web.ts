@@ -4,7 +4,7 @@
  * served configuration), experiments started from the page and run in this process through the same local state
  * machine as `ai4rag experiment`, and the per-request choice of an experiment's pattern to answer with.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
@@ -187,6 +187,11 @@ export interface WebApiOptions {
   env: EnvRecord;
   /** Where the collections live, for the page (no secrets). */
   store: string;
+  /**
+   * Folders an experiment's `documents_dir` may name (itself or below, after symbolic links are resolved): the
+   * token lets a caller read documents into an index, not any file of the machine. @default [process.cwd()]
+   */
+  documentRoots?: readonly string[];
 }
 
 /** The web routes: JSON answers, and which runtime answers a query request. */
@@ -222,6 +227,9 @@ export function createWebApi(options: WebApiOptions): WebApi {
   const { runtime, env } = options;
   const store = runtime.objectStore;
   const runs = new Map<string, RunRecord>();
+  const roots = (options.documentRoots ?? [process.cwd()]).map((r) =>
+    existsSync(r) ? realpathSync(resolve(r)) : resolve(r),
+  );
   const patternRuntimes = new Map<string, Runtime>();
 
   const withRun = (s: ExperimentSummary) => {
@@ -289,6 +297,13 @@ export function createWebApi(options: WebApiOptions): WebApi {
       const info = statSync(path, { throwIfNoEntry: false });
       if (info === undefined) {
         throw new ValidationError(`documents_dir "${body.documents_dir}" does not exist`);
+      }
+      const real = realpathSync(path);
+      const inside = roots.some((root) => real === root || real.startsWith(`${root}${sep}`));
+      if (!inside) {
+        throw new ValidationError(
+          `documents_dir "${body.documents_dir}" is outside the folders this server reads documents from (${roots.join(', ')})`,
+        );
       }
       // A folder, or one file (as `ai4rag experiment --docs`).
       documents = new FsObjectStore(info.isDirectory() ? path : dirname(path));

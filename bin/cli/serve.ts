@@ -106,6 +106,11 @@ export const DEFAULT_CONCURRENCY = 4;
 export interface ServeOptions {
   /** API requests run at once; the others wait in arrival order. @default DEFAULT_CONCURRENCY */
   concurrency?: number;
+  /**
+   * Folders an experiment started from the web app may read documents from (`documents_dir` inside one of them).
+   * @default the working directory and `documentsDir`
+   */
+  documentRoots?: readonly string[];
   dataDir: string;
   documentsDir?: string;
   /** @default '127.0.0.1' */
@@ -253,6 +258,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     runtime,
     env: options.env ?? {},
     store: storeLabel(options.store ?? 'pglite', options.env ?? {}),
+    documentRoots: options.documentRoots ?? [
+      process.cwd(),
+      ...(options.documentsDir !== undefined ? [resolve(options.documentsDir)] : []),
+    ],
   });
   const webDir = options.webDir ?? WEB_DIST_DIR;
   // Query routes answered with an experiment's pattern (the web app's "serve this pattern"), per pattern.

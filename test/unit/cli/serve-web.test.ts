@@ -71,6 +71,7 @@ describe('ai4rag serve: the web app, its routes and the access log', () => {
       inMemory: true,
       webDir,
       accessLog: (line) => log.push(line),
+      documentRoots: [DOCS, dir],
     });
   });
 
@@ -173,6 +174,8 @@ describe('ai4rag serve: the web app, its routes and the access log', () => {
     [{ benchmark: [] }, 400, 'benchmark'],
     [{ benchmark: BENCHMARK, max_evals: 0 }, 400, 'max_evals'],
     [{ benchmark: BENCHMARK, documents_dir: '/no/such/folder' }, 400, '"/no/such/folder"'],
+    [{ benchmark: BENCHMARK, documents_dir: '/etc' }, 400, '"/etc" is outside the folders'],
+    [{ benchmark: BENCHMARK, documents_dir: `${DOCS}/../..` }, 400, 'is outside the folders'],
     [{ benchmark: BENCHMARK, experiment_id: '../x' }, 400, 'experiment_id'],
     [{ benchmark: BENCHMARK, colour: 'red' }, 400, 'colour'],
     [{ benchmark: BENCHMARK, search_space: { chunk_size: 512 } }, 400, 'search_space'],

@@ -36,8 +36,8 @@ const DOCS = 90;
 const PARAGRAPHS = 50;
 
 describe.each([
-  ['PGlite', 10, 11],
-  ['PostgreSQL', 10, 23],
+  ['PGlite', 6, 11],
+  ['PostgreSQL', 6, 23],
 ] as const)('ingestion chaos on %s', (kind, kills, seed) => {
   const enabled = kind === 'PGlite' || pgConfig !== undefined;
   let root: string;

@@ -4,6 +4,7 @@
  * through its own API; then `--connections` keep-alive clients send requests back to back for `--seconds`, while a
  * prober opens a NEW connection every 250 ms for `GET /health` (what a load balancer's health check does).
  *
+ * Without `--concurrency`, runs twice: the default admission gate, then one admitting every connection.
  * Prints requests/s, p50 / p95 / p99 latency and p99 / p50, and the health check's p50 / max latency under load.
  */
 
@@ -132,6 +133,15 @@ async function seed(server: { url: string }, token: string, count: number): Prom
 /** Runs the load and prints one line of results. */
 export async function runServeLoad(argv: readonly string[]): Promise<void> {
   const options = parseServeLoadArgs(argv);
+  // Side by side: the default admission gate, and (without --concurrency) one that admits every connection.
+  const settings =
+    options.concurrency !== undefined ? [options.concurrency] : [undefined, options.connections];
+  for (const concurrency of settings) {
+    await loadOnce({ ...options, ...(concurrency !== undefined && { concurrency }) });
+  }
+}
+
+async function loadOnce(options: ServeLoadOptions): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'ai4rag-serve-load-'));
   const token = 'bench-token';
   // The server in its own process, as users run it (the load generator must not share its event loop).
@@ -216,7 +226,7 @@ export async function runServeLoad(argv: readonly string[]): Promise<void> {
     const p = (q: number) => percentile(latencies, q);
     const f = (x: number) => x.toFixed(1);
     console.log(
-      `serve  ${options.connections} connections, POST /${options.route} on 1,000 chunks (PGlite): ${f(latencies.length / seconds)} requests/s, ` +
+      `serve  --concurrency ${options.concurrency ?? 'default (4)'}, ${options.connections} connections, POST /${options.route} on 1,000 chunks (PGlite): ${f(latencies.length / seconds)} requests/s, ` +
         `p50 ${f(p(50))} / p95 ${f(p(95))} / p99 ${f(p(99))} ms (p99/p50 ${(p(99) / p(50)).toFixed(2)}), ${errors} errors; ` +
         `first query after ingest ${f(firstMs)} ms; health check on a new connection: p50 ${f(percentile(health, 50))} ms, max ${f(health.at(-1) ?? Number.NaN)} ms (${health.length} probes)`,
     );

@@ -376,6 +376,13 @@ export async function runScale(argv: readonly string[]): Promise<void> {
             );
           }
           const overlap = await keywordOverlap(store, exact, queries);
+          // The baseline side by side: the same keyword queries by the exact scan the index replaces.
+          const exactTiming = await timeSearch(
+            (q) => exact.keywordSearch(q, { k: 10 }),
+            client,
+            queries,
+            1,
+          );
           const row: Row = {
             store: target.label,
             chunks,
@@ -395,7 +402,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
                 ([m]) =>
                   `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
               ).join('  ') +
-              `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %`,
+              `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %; exact scan p50 ${f(exactTiming.p50, 2)} ms (index ×${f(exactTiming.p50 / t('keyword').p50, 1)} faster)`,
           );
         }
       } finally {

@@ -173,6 +173,30 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
       }
     });
 
+    it('keeps statistics exact with two stores (two writers, own connections) writing one collection at once', async () => {
+      // Prepare: two processes' worth of writers, as two embed-batch Lambdas are
+      const a = await create({ bm25: { reweightTolerance: 0 } });
+      const b = await create({ collectionName: a.collectionName, bm25: { reweightTolerance: 0 } });
+      try {
+        // Act: disjoint and overlapping batches at once, then a delete racing a write
+        await Promise.all([
+          a.addChunks(BM25_CORPUS.slice(0, 5)),
+          b.addChunks(BM25_CORPUS.slice(3)),
+          a.addChunks(BM25_CORPUS.slice(1, 4)),
+        ]);
+        await Promise.all([a.deleteByDocument('k3'), b.addChunks(BM25_CORPUS.slice(0, 2))]);
+        // Assess: N, df and the postings index as if one writer had written what remains
+        const remaining = BM25_CORPUS.filter((c) => c.metadata.document_id !== 'k3');
+        expect((await b.stats()).chunks).toBe(remaining.length);
+        await expectMatchesReference(a, remaining);
+        await expectMatchesReference(b, remaining);
+        expect((await a.checkIntegrity()).keywordIndexMismatch).toBe(0);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
     it('rebuilds BM25 statistics when the analyzer version recorded differs', async () => {
       // Prepare
       const client = getClient();

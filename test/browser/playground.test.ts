@@ -6,8 +6,6 @@
  * Chromium is installed (set CHROMIUM_PATH). On a failure, a screenshot of the page is written to the folder
  * printed at the start.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,23 +14,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { type RunningServer, startServer } from '../../bin/cli/serve.js';
 import { buildWeb } from '../../scripts/build-web.js';
+import { findChromium } from '../support/browser.js';
 import { startFakeTei } from '../support/fake-tei-server.js';
-
-/** `CHROMIUM_PATH` first, then the usual binary names on PATH; undefined when none is installed. */
-export function findChromium(): string | undefined {
-  const fromEnv = process.env.CHROMIUM_PATH;
-  if (fromEnv !== undefined && fromEnv !== '' && existsSync(fromEnv)) return fromEnv;
-  if (existsSync('/usr/bin/chromium')) return '/usr/bin/chromium';
-  for (const name of ['chromium', 'chromium-browser', 'google-chrome']) {
-    try {
-      const found = execFileSync('which', [name], { encoding: 'utf8', stdio: 'pipe' }).trim();
-      if (found !== '') return found;
-    } catch {
-      // `which` exits non-zero when the name is not on PATH.
-    }
-  }
-  return undefined;
-}
 
 const CHROMIUM = findChromium();
 const TOKEN = 'browser-test-token';

@@ -408,6 +408,29 @@ export async function loadWithSidecar(
 }
 
 /**
+ * Whether `doc` is the first document with its key (`firstSource`: key → where it was loaded from, updated); a
+ * later one becomes a `duplicate_key` failure: the first is kept.
+ */
+export function firstKeyWins(
+  doc: LoadedDocument,
+  firstSource: Map<string, string>,
+  failures: DocumentLoadFailure[],
+): boolean {
+  const first = firstSource.get(doc.key);
+  if (first !== undefined) {
+    failures.push({
+      key: doc.key,
+      sourcePath: doc.sourcePath ?? '',
+      reason: 'duplicate_key',
+      message: `${doc.key}: duplicate document key (already loaded from ${first}); kept the first`,
+    });
+    return false;
+  }
+  firstSource.set(doc.key, doc.sourcePath ?? doc.key);
+  return true;
+}
+
+/**
  * The files {@link loadDocuments} loads from `paths`, in order (folders walked sorted, hidden entries skipped), the
  * sidecar metadata files among them (set apart, never documents), and the folders that could not be read.
  * @throws {ValidationError} when a given path does not exist.
@@ -474,18 +497,7 @@ export async function loadDocuments(paths: string[], options?: LoadOptions): Pro
     for (const failure of result.failures) failures.push(failure);
     for (const warning of result.warnings ?? []) warnings.push(warning);
     for (const document of result.documents) {
-      const first = firstSource.get(document.key);
-      if (first !== undefined) {
-        failures.push({
-          key: document.key,
-          sourcePath: document.sourcePath ?? '',
-          reason: 'duplicate_key',
-          message: `${document.key}: duplicate document key (already loaded from ${first}); kept the first`,
-        });
-        continue;
-      }
-      firstSource.set(document.key, document.sourcePath ?? document.key);
-      documents.push(document);
+      if (firstKeyWins(document, firstSource, failures)) documents.push(document);
     }
   }
   return { documents, failures, warnings };

@@ -6,7 +6,13 @@
 import { createReadStream } from 'node:fs';
 import { parseJsonlLine } from './jsonl.js';
 import { DEFAULT_MAX_TEXT_CHARS } from './limits.js';
-import { detectFormat, listDocumentFiles, loadWithSidecar, readSidecar } from './load.js';
+import {
+  detectFormat,
+  firstKeyWins,
+  listDocumentFiles,
+  loadWithSidecar,
+  readSidecar,
+} from './load.js';
 import type {
   DocumentLoadFailure,
   DocumentLoadWarning,
@@ -93,20 +99,7 @@ export async function streamDocuments(
   // A record's text is at most maxTextChars characters: 4 bytes each in UTF-8 (JSON escapes aside), plus room.
   const maxLineBytes = maxTextChars * 4 + 1024 * 1024;
   const firstSource = new Map<string, string>();
-  const accept = (doc: LoadedDocument): boolean => {
-    const first = firstSource.get(doc.key);
-    if (first !== undefined) {
-      failures.push({
-        key: doc.key,
-        sourcePath: doc.sourcePath ?? '',
-        reason: 'duplicate_key',
-        message: `${doc.key}: duplicate document key (already loaded from ${first}); kept the first`,
-      });
-      return false;
-    }
-    firstSource.set(doc.key, doc.sourcePath ?? doc.key);
-    return true;
-  };
+  const accept = (doc: LoadedDocument): boolean => firstKeyWins(doc, firstSource, failures);
 
   async function* jsonl(file: { absPath: string; key: string }): AsyncGenerator<LoadedDocument> {
     const sidecar = `${file.absPath}${METADATA_SIDECAR_SUFFIX}`;

@@ -1,5 +1,5 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,25 +10,11 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { renderReport } from '../../../shared/src/experiment/report.js';
 import type { ReportData } from '../../../shared/src/experiment/types.js';
+import { findChromium } from '../../support/browser.js';
 
 const run = promisify(execFile);
 
-/** `CHROMIUM_PATH` first, then the usual binary names on PATH; undefined when none is installed. */
-function findBrowser(): string | undefined {
-  const fromEnv = process.env.CHROMIUM_PATH;
-  if (fromEnv !== undefined && fromEnv !== '' && existsSync(fromEnv)) return fromEnv;
-  for (const name of ['chromium', 'chromium-browser', 'google-chrome']) {
-    try {
-      const found = execFileSync('which', [name], { encoding: 'utf8', stdio: 'pipe' }).trim();
-      if (found !== '') return found;
-    } catch {
-      // `which` exits non-zero when the name is not on PATH.
-    }
-  }
-  return undefined;
-}
-
-const browser = findBrowser();
+const browser = findChromium();
 
 describe.skipIf(browser === undefined)(
   'renderReport in headless Chromium (skipped when no Chromium/Chrome is found; set CHROMIUM_PATH)',

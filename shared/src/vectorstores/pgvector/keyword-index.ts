@@ -68,6 +68,10 @@ export function keywordIndexDdl(n: KeywordIndexNames): string[] {
     `CREATE UNIQUE INDEX IF NOT EXISTS ${n.ridIndex} ON ${n.table} (rid)`,
     `CREATE OR REPLACE FUNCTION ${n.fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$
      BEGIN
+       -- A re-weighting of the whole collection rebuilds the postings in one pass instead (keywordIndexBulk).
+       IF current_setting('${BULK_SETTING}', true) = 'on' THEN
+         RETURN NULL;
+       END IF;
        IF TG_OP = 'DELETE' THEN
          DELETE FROM ${n.postings} p USING (${expand('old_rows')}) d
          WHERE p.term = d.term AND p.w = d.w AND p.rid = d.rid;
@@ -93,6 +97,21 @@ export function keywordIndexDdl(n: KeywordIndexNames): string[] {
     `CREATE TRIGGER ${n.deleteTrigger} AFTER DELETE ON ${n.table}
        REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${n.fn}()`,
   ];
+}
+
+/** Transaction-local setting under which the triggers leave the postings to a rebuild (see keywordIndexBulk). */
+const BULK_SETTING = 'ai4rag.postings_bulk';
+
+/**
+ * Statements around a rewrite of every row's weights (BM25 re-weighting): `begin` holds writers off (SHARE lock)
+ * and switches the triggers off for this transaction, `end` switches them back on and rebuilds the postings in one
+ * sorted pass — instead of the triggers deleting and re-inserting each row's postings one statement at a time.
+ */
+export function keywordIndexBulk(n: KeywordIndexNames): { begin: string[]; end: string[] } {
+  return {
+    begin: [`LOCK TABLE ${n.table} IN SHARE MODE`, `SET LOCAL ${BULK_SETTING} = 'on'`],
+    end: [`SET LOCAL ${BULK_SETTING} = 'off'`, ...keywordIndexBackfill(n)],
+  };
 }
 
 /**

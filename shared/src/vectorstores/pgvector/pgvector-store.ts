@@ -62,6 +62,7 @@ import {
   DEFAULT_KEYWORD_DEPTH,
   type KeywordIndexNames,
   keywordIndexBackfill,
+  keywordIndexBulk,
   keywordIndexMismatchSql,
 } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
@@ -1126,6 +1127,10 @@ export class PgVectorStore implements VectorStore {
     return this.exclusive(() =>
       this.run('BM25 re-weighting', () =>
         this.client.transaction(async (tx) => {
+          // The chunk table's SHARE lock before the registry row, the order writers take them in (their rows, then
+          // the registry), so a re-weighting and a first write cannot deadlock.
+          const bulk = keywordIndexBulk(this.kw);
+          for (const sql of bulk.begin) await tx.query(sql);
           const reg = await this.lockRegistry(tx);
           const rebuild = analyzerChanged || reg.analyzer_version !== ANALYZER_VERSION;
           if (!rebuild && !this.isStale(reg)) return;
@@ -1170,6 +1175,7 @@ export class PgVectorStore implements VectorStore {
               [rows.map((r) => r.id), lits],
             );
           });
+          for (const sql of bulk.end) await tx.query(sql);
           await tx.query(
             `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3, bm25_avgdl_weighted = $4,
                analyzer_version = $5, bm25_k1 = $6, bm25_b = $7 WHERE name = $1`,

@@ -32,7 +32,7 @@ import {
 
 const pgConfig = await probePgServer(2000);
 
-const DOCS = 90;
+const DOCS = 60;
 const PARAGRAPHS = 50;
 
 describe.each([

@@ -52,9 +52,14 @@ const ChunkSchema = z.object({
 
 /** Chunking options as they travel in messages and batches. */
 export const ChunkingOptionsSchema = z.object({
-  method: z.enum(['recursive', 'hybrid']),
+  method: z.enum(['recursive', 'hybrid', 'fixed', 'semantic', 'hierarchical']),
   chunkSize: z.number().int(),
   chunkOverlap: z.number().int(),
+  parentChunkSize: z.number().int().optional(),
+  breakpoint: z.enum(['percentile', 'standard_deviation', 'gradient']).optional(),
+  breakpointAmount: z.number().optional(),
+  bufferSize: z.number().int().optional(),
+  minChunkSize: z.number().int().optional(),
 });
 
 const ChunkBatchSchema = z.object({

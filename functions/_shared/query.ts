@@ -17,8 +17,11 @@ import type { Embedder } from '../../shared/src/embeddings/types.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import {
   DEFAULT_GUARDRAILS,
+  flaggedPassagesWarning,
   type GuardrailSettings,
   type InjectionPolicy,
+  type InjectionRule,
+  screenedTopK,
 } from '../../shared/src/generation/guardrails.js';
 import {
   LOCAL_EXTRACTIVE_MODEL_ID,
@@ -73,7 +76,7 @@ export interface RetrievalRequest {
   filter?: MetadataFilter | undefined;
   /** `false` turns reranking off; an object turns it on (or adjusts the default). */
   rerank?: false | { model?: string | undefined; candidates?: number | undefined } | undefined;
-  /** Guardrails of an answer; unset fields take {@link DEFAULT_GUARDRAILS}. Ignored by /search. */
+  /** Guardrails of an answer (/search: `injection` only); unset fields take {@link DEFAULT_GUARDRAILS}. */
   guardrails?:
     | { injection?: InjectionPolicy | undefined; pii?: 'redact' | 'off' | undefined }
     | undefined;
@@ -373,8 +376,10 @@ export function toSearchHit(hit: RetrievedChunk): SearchResponse['results'][numb
 }
 
 /**
- * Runs a search: the fused candidates, reranked to k when the request or the deployment asks for it. A reranker
- * that fails leaves the first k candidates in retrieval order, with a warning.
+ * Runs a search: the fused candidates, screened for prompt injection by the request's `guardrails.injection`
+ * (default exclude: flagged ones dropped and more fetched to fill k; quote: kept with `flagged_rules`), reranked
+ * to k when the request or the deployment asks for it. A reranker that fails leaves the first k candidates in
+ * retrieval order, with a warning.
  */
 export async function runSearch(
   rt: Runtime,
@@ -386,24 +391,66 @@ export async function runSearch(
   const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
   const reranker = plan && (await rerankerOf(rt, plan));
   const transform = await queryTransformFor(rt.config, request, options, () => rt.model());
-  const retriever = new Retriever(store, {
-    ...options,
-    ...(plan && { numberOfChunks: plan.candidates }),
-    ...(transform && { queryTransform: transform }),
-  });
-  const { chunks: hits, queryTransform } = await retriever.retrieveWithReport(query);
-  const qt = queryTransform && { query_transform: toQueryTransform(queryTransform) };
-  if (!plan || !reranker) {
-    return { query, collection: store.collectionName, results: hits.map(toSearchHit), ...qt };
+  let report: QueryTransformReport | undefined;
+  const retrieve = async (n: number): Promise<RetrievedChunk[]> => {
+    const retriever = new Retriever(store, {
+      ...options,
+      numberOfChunks: n,
+      ...(transform && { queryTransform: transform }),
+    });
+    const { chunks, queryTransform } = await retriever.retrieveWithReport(query);
+    report = addReports(report, queryTransform);
+    return chunks;
+  };
+  const want = plan ? plan.candidates : options.numberOfChunks;
+  const policy = guardrailsFor(request).injection;
+  const warnings: string[] = [];
+  const flaggedRules = new Map<string, InjectionRule[]>();
+  let hits: RetrievedChunk[];
+  if (policy === 'off') {
+    hits = await retrieve(want);
+  } else {
+    const screened = await screenedTopK(retrieve, want, policy);
+    hits = screened.kept;
+    screened.rules.forEach((rules, i) => {
+      if (rules !== undefined) flaggedRules.set((hits[i] as RetrievedChunk).id, rules);
+    });
+    if (screened.flagged.length > 0)
+      warnings.push(flaggedPassagesWarning(policy === 'quote' ? 'mark' : policy, screened.flagged));
   }
-  const { chunks, warning } = await rerankOrKeepOrder(reranker, query, hits, plan.k);
+  const qt = report && { query_transform: toQueryTransform(report) };
+  let results = hits;
+  if (plan && reranker) {
+    const { chunks, warning } = await rerankOrKeepOrder(reranker, query, hits, plan.k);
+    results = chunks;
+    if (warning !== undefined) warnings.push(warning);
+  }
   return {
     query,
     collection: store.collectionName,
-    results: chunks.map(toSearchHit),
-    ...(warning !== undefined && { warnings: [warning] }),
+    results: results.map((hit) => {
+      const rules = flaggedRules.get(hit.id);
+      return { ...toSearchHit(hit), ...(rules && { flagged_rules: rules }) };
+    }),
+    ...(warnings.length > 0 && { warnings }),
     ...qt,
   };
+}
+
+/** The query transform reports of a search fetched more than once (guardrails): times and tokens summed. */
+function addReports(
+  a: QueryTransformReport | undefined,
+  b: QueryTransformReport | undefined,
+): QueryTransformReport | undefined {
+  if (a === undefined || b === undefined) return b ?? a;
+  const usage = a.usage &&
+    b.usage && {
+      usage: {
+        promptTokens: a.usage.promptTokens + b.usage.promptTokens,
+        completionTokens: a.usage.completionTokens + b.usage.completionTokens,
+      },
+    };
+  return { ...b, ms: a.ms + b.ms, ...usage };
 }
 
 /** The guardrails of a request: its own settings over {@link DEFAULT_GUARDRAILS}. */

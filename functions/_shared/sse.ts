@@ -42,6 +42,7 @@ export async function writeSse(
           ...(extra.model !== undefined && { model: extra.model }),
           ...usageFields(e.usage, extra.model, extra.prices),
           ...citationFields(e),
+          ...(e.warnings !== undefined && { warnings: e.warnings }),
         };
         await write(formatSseEvent('done', done));
       }

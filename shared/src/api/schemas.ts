@@ -119,10 +119,10 @@ const RetrievalFields = {
 };
 
 /** Degradations of an answer, e.g. a reranker that failed (results then in retrieval order). */
-const Warnings = z
-  .array(z.string())
-  .optional()
-  .meta({ description: 'present only when something degraded, e.g. a failed reranker' });
+const Warnings = z.array(z.string()).optional().meta({
+  description:
+    'present only when something degraded or was changed, e.g. a failed reranker, passages the guardrails flagged, personal data redacted',
+});
 
 /** Guardrails of an answer: prompt-injection screening and PII redaction (`shared/src/generation/guardrails.ts`). */
 const GuardrailsSchema = z
@@ -147,9 +147,23 @@ const AnswerFields = {
   }),
 };
 
+/** The guardrails of a search: injection screening of the results (there is no answer to redact). */
+const SearchGuardrailsSchema = z
+  .strictObject({
+    injection: z.enum(['exclude', 'quote', 'off']).optional().meta({
+      description:
+        'results that look like instructions aimed at a model: exclude them (default; more are fetched so k clean results come back when the collection has them), keep them marked with `flagged_rules` (quote), or off; `warnings` names the flagged ones',
+    }),
+  })
+  .meta({ id: 'SearchGuardrails' });
+
 /** POST /search body: a query and optional retrieval overrides. */
 export const SearchRequest = z
-  .strictObject({ query: z.string().trim().min(1).max(10_000), ...RetrievalFields })
+  .strictObject({
+    query: z.string().trim().min(1).max(10_000),
+    ...RetrievalFields,
+    guardrails: SearchGuardrailsSchema.optional(),
+  })
   .meta({ id: 'SearchRequest' });
 /** Parsed POST /search body. */
 export type SearchRequest = z.infer<typeof SearchRequest>;
@@ -163,6 +177,10 @@ export const SearchHitSchema = z
     text: z.string(),
     score: z.number().nullable(),
     metadata: z.record(z.string(), z.unknown()),
+    flagged_rules: z.array(z.string()).optional().meta({
+      description:
+        'with guardrails.injection quote: the screener rules this result fired (possible prompt injection); absent for a clean result',
+    }),
   })
   .meta({ id: 'SearchHit' });
 
@@ -304,6 +322,10 @@ export const StreamDoneEvent = z
     usage: UsageSchema.optional(),
     cost_usd: CostUsd,
     ...CitationFields,
+    warnings: z.array(z.string()).optional().meta({
+      description:
+        'what the guardrails changed in the answer once complete, e.g. personal data redacted (pii: redact); absent when nothing was',
+    }),
   })
   .meta({ id: 'StreamDoneEvent' });
 /** The `done` event, typed. */

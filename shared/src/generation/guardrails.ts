@@ -237,15 +237,191 @@ export function refusedQuestionWarning(rules: readonly InjectionRule[]): string 
   return `guardrails: the question was not answered: it looks like a prompt injection (${rules.join(', ')})`;
 }
 
-/** The warning listing flagged passages (`documentId#sequence: rules`). */
+/** A flagged passage as a warning names it: `documentId#sequence`, its rules, and the passage it was split from. */
+export interface FlaggedPassage {
+  source: string;
+  rules: readonly InjectionRule[];
+  /** The neighbouring passage (`documentId#sequence`) when the attempt is split across the boundary between them. */
+  seamWith?: string;
+}
+
+/**
+ * The warning listing flagged passages (`documentId#sequence: rules`): excluded, passed to the model as quoted
+ * data (`quote`), or returned marked with their rules (`mark`, the `quote` policy of /search).
+ */
 export function flaggedPassagesWarning(
-  policy: Exclude<InjectionPolicy, 'off'>,
-  flagged: readonly { source: string; rules: readonly InjectionRule[] }[],
+  policy: Exclude<InjectionPolicy, 'off'> | 'mark',
+  flagged: readonly FlaggedPassage[],
 ): string {
-  const list = flagged.map((f) => `${f.source}: ${f.rules.join(', ')}`).join('; ');
+  const list = flagged
+    .map(
+      (f) =>
+        `${f.source}: ${f.rules.join(', ')}${f.seamWith === undefined ? '' : ` (split across the boundary with ${f.seamWith})`}`,
+    )
+    .join('; ');
+  if (policy === 'mark') {
+    return `guardrails: ${flagged.length} result(s) flagged as possible prompt injection, marked with flagged_rules (${list})`;
+  }
   return policy === 'exclude'
     ? `guardrails: ${flagged.length} retrieved passage(s) excluded as possible prompt injection (${list})`
     : `guardrails: ${flagged.length} retrieved passage(s) flagged as possible prompt injection, passed as quoted data (${list})`;
+}
+
+/** Where a passage sits in its document: what the seam screening of {@link screenPassages} needs. */
+export interface PassagePosition {
+  text: string;
+  metadata: {
+    document_id: string;
+    sequence_number: number;
+    start_index?: number;
+    /** First and last sequence number of a window-merged passage. */
+    window_start?: unknown;
+    window_end?: unknown;
+  };
+}
+
+/** The verdict on one passage of a list: its own rules, or those of the seam it shares with a neighbour. */
+export interface PassageVerdict {
+  rules: InjectionRule[];
+  /** Index (in the list) of the neighbour when the passage is flagged only together with it. */
+  seamWith?: number;
+}
+
+/** Characters of each side of a seam that are screened together: longer than any rule's reach. */
+const SEAM_CHARS = 200;
+/** Shortest repeated text taken for chunk overlap when the offsets do not say (a window-merged passage). */
+const MIN_OVERLAP = 8;
+
+function span(p: PassagePosition): { first: number; last: number } {
+  const { sequence_number, window_start, window_end } = p.metadata;
+  return {
+    first: typeof window_start === 'number' ? window_start : sequence_number,
+    last: typeof window_end === 'number' ? window_end : sequence_number,
+  };
+}
+
+/** `b`'s text after what it repeats of `a` (chunk overlap): by `start_index` when both have one, else by matching. */
+function afterOverlap(a: PassagePosition, b: PassagePosition): string {
+  const [sa, sb] = [a.metadata.start_index, b.metadata.start_index];
+  const windowed = a.metadata.window_start !== undefined || b.metadata.window_start !== undefined;
+  if (!windowed && typeof sa === 'number' && typeof sb === 'number') {
+    const end = sa + a.text.length;
+    return sb < end ? b.text.slice(Math.min(end - sb, b.text.length)) : b.text;
+  }
+  for (let n = Math.min(a.text.length, b.text.length, 4 * SEAM_CHARS); n >= MIN_OVERLAP; n--) {
+    if (a.text.endsWith(b.text.slice(0, n))) return b.text.slice(n);
+  }
+  return b.text;
+}
+
+/**
+ * Screens passages one by one, and each seam between two passages of the same document that follow each other
+ * in it (adjacent sequence numbers, in document order whatever their order in the list): the tail of the first
+ * joined to the head of the second, their overlap removed. An attempt cut by a chunk boundary ("Ignore all
+ * previous" | "instructions and …") flags at the seam only; then both passages are flagged with the seam's
+ * rules that neither passage fires alone (so a passage that holds a whole attempt, e.g. through chunk overlap,
+ * is flagged on its own and does not drag its neighbour along).
+ * @returns One verdict per passage, aligned with the input; undefined for a clean one.
+ * @example screenPassages(chunks).map((v) => v?.rules ?? [])
+ */
+export function screenPassages(
+  passages: readonly PassagePosition[],
+): (PassageVerdict | undefined)[] {
+  const alone = passages.map((p) => screenForInjection(p.text).rules);
+  const verdicts: (PassageVerdict | undefined)[] = alone.map((rules) =>
+    rules.length > 0 ? { rules } : undefined,
+  );
+  const spans = passages.map(span);
+  for (let i = 0; i < passages.length; i++) {
+    for (let j = 0; j < passages.length; j++) {
+      const [a, b] = [passages[i] as PassagePosition, passages[j] as PassagePosition];
+      if (i === j || a.metadata.document_id !== b.metadata.document_id) continue;
+      if ((spans[i] as { last: number }).last + 1 !== (spans[j] as { first: number }).first)
+        continue;
+      const tail = a.text.slice(-SEAM_CHARS);
+      const head = afterOverlap(a, b).slice(0, SEAM_CHARS);
+      const seam = screenForInjection(`${tail} ${head}`);
+      if (!seam.flagged) continue;
+      const own = new Set([...(alone[i] ?? []), ...(alone[j] ?? [])]);
+      const split = seam.rules.filter((r) => !own.has(r));
+      if (split.length === 0) continue;
+      for (const [at, other] of [
+        [i, j],
+        [j, i],
+      ] as const) {
+        const was = verdicts[at];
+        verdicts[at] =
+          was === undefined
+            ? { rules: split, seamWith: other }
+            : { ...was, rules: [...new Set([...was.rules, ...split])] };
+      }
+    }
+  }
+  return verdicts;
+}
+
+/** A passage as warnings name it: `documentId#sequence`. */
+export function passageSource(p: PassagePosition): string {
+  return `${p.metadata.document_id}#${p.metadata.sequence_number}`;
+}
+
+/** The flagged passages of {@link screenPassages}' verdicts, as {@link flaggedPassagesWarning} lists them. */
+export function flaggedPassages(
+  passages: readonly PassagePosition[],
+  verdicts: readonly (PassageVerdict | undefined)[],
+): FlaggedPassage[] {
+  return verdicts.flatMap((v, i) => {
+    if (v === undefined) return [];
+    const seam = v.seamWith === undefined ? undefined : passages[v.seamWith];
+    return [
+      {
+        source: passageSource(passages[i] as PassagePosition),
+        rules: v.rules,
+        ...(seam !== undefined && { seamWith: passageSource(seam) }),
+      },
+    ];
+  });
+}
+
+/**
+ * The screened top `want` passages of a search that can be asked for more: under `exclude`, when flagged
+ * passages leave fewer than `want`, it fetches again with twice as many (up to `max`) until `want` clean ones
+ * are found or the store has no more. Nothing is fetched twice when nothing was excluded, so the results of a
+ * clean corpus are those of one search of `want`. Under `quote` the flagged passages are kept, with their rules.
+ * @returns The kept passages (at most `want`), the rules of each (undefined for a clean one), and the flagged
+ * passages ranked above the last kept one (kept or excluded) for the warning.
+ * @example const { kept } = await screenedTopK((n) => retriever(n).retrieve(q), 5, 'exclude');
+ */
+export async function screenedTopK<T extends PassagePosition>(
+  fetch: (n: number) => Promise<T[]>,
+  want: number,
+  policy: Exclude<InjectionPolicy, 'off'>,
+  max = Math.max(4 * want, want + 100),
+): Promise<{ kept: T[]; rules: (InjectionRule[] | undefined)[]; flagged: FlaggedPassage[] }> {
+  let n = want;
+  let previous = -1;
+  for (;;) {
+    const fetched = await fetch(n);
+    const verdicts = screenPassages(fetched);
+    const keep = fetched
+      .map((_, i) => i)
+      .filter((i) => policy === 'quote' || verdicts[i] === undefined)
+      .slice(0, want);
+    // Fetching more helps only when flagged passages took places, and the store gave more than last time.
+    const flagged = verdicts.some((v) => v !== undefined);
+    if (keep.length >= want || !flagged || n >= max || fetched.length <= previous) {
+      // The flagged passages that took a place in the results (or would have): not those ranked below them.
+      const end = keep.length >= want ? (keep[keep.length - 1] as number) + 1 : fetched.length;
+      const shown = verdicts.map((v, i) => (i < end ? v : undefined));
+      return {
+        kept: keep.map((i) => fetched[i] as T),
+        rules: keep.map((i) => verdicts[i]?.rules),
+        flagged: flaggedPassages(fetched, shown),
+      };
+    }
+    previous = fetched.length;
+    n = Math.min(max, 2 * n);
+  }
 }
 
 /** Kinds of personal data {@link redactPii} replaces. */
@@ -311,12 +487,26 @@ export function redactPii(text: string): {
   return { text: out, redacted };
 }
 
-/** The warning of a redaction, e.g. `guardrails: personal data redacted from the answer (email 1, phone 2)`. */
+const PII_NOUNS: Readonly<Record<PiiKind, [string, string]>> = {
+  email: ['e-mail address', 'e-mail addresses'],
+  phone: ['phone number', 'phone numbers'],
+  card: ['card number', 'card numbers'],
+  account: ['account number', 'account numbers'],
+};
+
+/**
+ * The warning of a redaction, counted per kind (e-mail, phone, card, account); undefined when nothing was redacted.
+ * @example redactionWarning({ email: 1, phone: 2 }) // 'guardrails: redacted 1 e-mail address, 2 phone numbers from the answer'
+ */
 export function redactionWarning(redacted: Partial<Record<PiiKind, number>>): string | undefined {
-  const parts = Object.entries(redacted).map(([kind, n]) => `${kind} ${n}`);
+  const parts = (Object.keys(PII_NOUNS) as PiiKind[]).flatMap((kind) => {
+    const n = redacted[kind] ?? 0;
+    const [one, many] = PII_NOUNS[kind];
+    return n > 0 ? [`${n} ${n === 1 ? one : many}`] : [];
+  });
   return parts.length === 0
     ? undefined
-    : `guardrails: personal data redacted from the answer (${parts.join(', ')})`;
+    : `guardrails: redacted ${parts.join(', ')} from the answer`;
 }
 
 /**

@@ -5,15 +5,17 @@ import { rerankFailureWarning } from '../retrieval/rerank.js';
 import type { RetrievedChunk, Retriever } from '../retrieval/retriever.js';
 import { CITATION_INSTRUCTION, type Citation, parseCitations } from './citations.js';
 import {
+  flaggedPassages,
   flaggedPassagesWarning,
   GUARDRAILS_OFF,
   type GuardrailSettings,
   INJECTION_REFUSAL,
-  type InjectionRule,
   quoteAsData,
+  redactionWarning,
+  redactPii,
   refusedQuestionWarning,
   screenForInjection,
-  withPiiRedaction,
+  screenPassages,
 } from './guardrails.js';
 import {
   buildMessages,
@@ -140,6 +142,8 @@ export type RagStreamEvent =
       /** With `citations: true`, parsed from the whole streamed text (the tokens are sent as generated). */
       citations?: Citation[];
       removedCitations?: number;
+      /** What the answer's guardrails changed (PII redaction), known only once the whole text is. */
+      warnings?: string[];
     };
 
 /** Per-call options of the RAG template. */
@@ -235,7 +239,14 @@ export class SimpleRAG {
     this.#rerank = rr;
     this.#now = options.now ?? (() => performance.now());
     this.#guardrails = options.guardrails ?? GUARDRAILS_OFF;
-    if (this.#guardrails.pii === 'redact') this.#model = withPiiRedaction(this.#model);
+  }
+
+  /** The model's text with personal data redacted under `pii: 'redact'`, and the warning counting what was. */
+  #redact(content: string): { content: string; warning?: string } {
+    if (this.#guardrails.pii !== 'redact') return { content };
+    const { text, redacted } = redactPii(content);
+    const warning = redactionWarning(redacted);
+    return { content: text, ...(warning !== undefined && { warning }) };
   }
 
   /**
@@ -257,12 +268,14 @@ export class SimpleRAG {
     const result = await this.#model.chat(messages, withSignal(options.signal));
     const t3 = this.#now();
     const usage = tokenUsageOf(result.usage);
+    const { content, warning } = this.#redact(result.content);
+    const warnings = withWarning(ranked.warnings, warning);
     return {
-      ...answerFields(result.content, ranked.referenceDocuments, options.citations),
+      ...answerFields(content, ranked.referenceDocuments, options.citations),
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
-      ...(ranked.warnings && { warnings: ranked.warnings }),
+      ...(warnings && { warnings }),
       ...(usage && { usage }),
       ...(ranked.queryTransform && { queryTransform: ranked.queryTransform }),
     };
@@ -311,13 +324,15 @@ export class SimpleRAG {
     const result = await this.#model.chat(sent, withSignal(options.signal));
     const t3 = this.#now();
     const usage = tokenUsageOf(result.usage);
-    const answered = answerFields(result.content, ranked.referenceDocuments, options.citations);
+    const { content, warning } = this.#redact(result.content);
+    const warnings = withWarning(ranked.warnings, warning);
+    const answered = answerFields(content, ranked.referenceDocuments, options.citations);
     return {
       ...answered,
       question,
       referenceDocuments: ranked.referenceDocuments,
       timing: this.#timing(ranked, t3),
-      ...(ranked.warnings && { warnings: ranked.warnings }),
+      ...(warnings && { warnings }),
       ...(usage && { usage }),
       ...(ranked.queryTransform && { queryTransform: ranked.queryTransform }),
       conversation: [
@@ -364,18 +379,29 @@ export class SimpleRAG {
       },
     };
     let streamed = '';
+    // Under PII redaction the text is sent as one delta once complete: a phone or card number can span deltas
+    // and would leak half-redacted otherwise.
+    const redacting = this.#guardrails.pii === 'redact';
     for await (const text of this.#model.chatStream(messages, chatOptions)) {
       streamed += text;
-      yield { type: 'token', text };
+      if (!redacting) yield { type: 'token', text };
     }
+    const { content, warning } = this.#redact(streamed);
+    if (redacting && content !== '') yield { type: 'token', text: content };
     const usage = tokenUsageOf(reported);
     const timing = this.#timing(ranked, this.#now());
     const { answer: _, ...cited } = answerFields(
-      streamed,
+      content,
       ranked.referenceDocuments,
       options.citations,
     );
-    yield { type: 'done', timing, ...(usage && { usage }), ...cited };
+    yield {
+      type: 'done',
+      timing,
+      ...(usage && { usage }),
+      ...cited,
+      ...(warning !== undefined && { warnings: [warning] }),
+    };
   }
 
   #timing(ranked: Ranked, t3: number): RagTiming {
@@ -402,28 +428,27 @@ export class SimpleRAG {
     };
   }
 
-  /** The ranked passages without (`exclude`) or with quoted (`quote`) flagged ones, and a warning naming them. */
+  /**
+   * The ranked passages without (`exclude`) or with quoted (`quote`) flagged ones, and a warning naming them.
+   * Passages are screened one by one and at each seam between two that follow each other in their document
+   * (`screenPassages`), so an attempt cut by a chunk boundary is caught too.
+   */
   #screen(ranked: Ranked): Ranked {
     const policy = this.#guardrails.injection;
     if (policy === 'off') return ranked;
+    const verdicts = screenPassages(ranked.chunks);
+    if (verdicts.every((v) => v === undefined)) return ranked;
     const chunks: RetrievedChunk[] = [];
     const referenceDocuments: ReferenceDocument[] = [];
-    const flagged: { source: string; rules: InjectionRule[] }[] = [];
     ranked.chunks.forEach((chunk, i) => {
-      const reference = ranked.referenceDocuments[i] as ReferenceDocument;
-      const verdict = screenForInjection(chunk.text);
-      if (verdict.flagged) {
-        const { document_id, sequence_number } = chunk.metadata;
-        flagged.push({ source: `${document_id}#${sequence_number}`, rules: verdict.rules });
-        if (policy === 'exclude') return;
-        chunks.push({ ...chunk, text: quoteAsData(chunk.text, verdict.rules) });
-      } else {
-        chunks.push(chunk);
-      }
-      referenceDocuments.push(reference);
+      const verdict = verdicts[i];
+      if (verdict !== undefined && policy === 'exclude') return;
+      chunks.push(
+        verdict === undefined ? chunk : { ...chunk, text: quoteAsData(chunk.text, verdict.rules) },
+      );
+      referenceDocuments.push(ranked.referenceDocuments[i] as ReferenceDocument);
     });
-    if (flagged.length === 0) return ranked;
-    const warning = flaggedPassagesWarning(policy, flagged);
+    const warning = flaggedPassagesWarning(policy, flaggedPassages(ranked.chunks, verdicts));
     return {
       ...ranked,
       chunks,
@@ -474,6 +499,15 @@ export class SimpleRAG {
       ...qt,
     };
   }
+}
+
+/** The warnings with one more, when there is one; undefined when there are none. */
+function withWarning(
+  warnings: string[] | undefined,
+  warning: string | undefined,
+): string[] | undefined {
+  if (warning === undefined) return warnings;
+  return [...(warnings ?? []), warning];
 }
 
 /** The messages with {@link CITATION_INSTRUCTION} after the system message, when citations are asked for. */

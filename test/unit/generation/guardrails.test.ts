@@ -199,7 +199,7 @@ describe('redactPii', () => {
     );
     expect(out.redacted).toEqual({ email: 1, card: 1, account: 2, phone: 1 });
     expect(redactionWarning(out.redacted)).toBe(
-      'guardrails: personal data redacted from the answer (email 1, card 1, account 2, phone 1)',
+      'guardrails: redacted 1 e-mail address, 1 phone number, 1 card number, 2 account numbers from the answer',
     );
   });
 

@@ -7,7 +7,9 @@
  * next into one that may hold the HNSW index: the incremental rate), the first search after ingestion (it must
  * build nothing), the explicit `buildIndex` time, and p50 / p95 of keyword, hybrid and vector search with the
  * ratio to the raw SQL they issued (replayed alone). The last lines fit the growth exponent of each p50
- * (least squares on log p50 against log N; 1 = linear, the goal for keyword and hybrid is ≤ 0.3).
+ * (least squares on log p50 against log N; 1 = linear, the goal for keyword and hybrid is ≤ 0.3). Each size
+ * line ends with the bench process's peak RSS so far (`process.resourceUsage().maxRSS`): the corpus is generated
+ * and ingested in windows of 2,000 documents (a high-water mark: with PGlite first it includes PGlite's heap).
  *
  * The corpus is synthetic and deterministic: documents of 120–250 words drawn from a Zipf(1.1) vocabulary of
  * 50,000 pseudo-words (the shape of natural text's term frequencies), queries of 3–6 mid-frequency words; the local
@@ -402,7 +404,8 @@ export async function runScale(argv: readonly string[]): Promise<void> {
                 ([m]) =>
                   `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
               ).join('  ') +
-              `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %; exact scan p50 ${f(exactTiming.p50, 2)} ms (index ×${f(exactTiming.p50 / t('keyword').p50, 1)} faster)`,
+              `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %; exact scan p50 ${f(exactTiming.p50, 2)} ms (index ×${f(exactTiming.p50 / t('keyword').p50, 1)} faster)` +
+              `  process peak RSS ${f(process.resourceUsage().maxRSS / 1024, 0)} MiB`,
           );
         }
       } finally {

@@ -41,7 +41,10 @@ export interface RetrievalResult {
   queryTransform?: QueryTransformReport;
 }
 
-/** A retrieved passage: one chunk (simple) or a merged window of neighbouring chunks. */
+/**
+ * A retrieved passage: one chunk (simple), a merged window of neighbouring chunks, or a parent chunk (its
+ * children found, hierarchical chunking).
+ */
 export interface RetrievedChunk extends SearchHit {
   /** Ids of the stored chunks this passage is made of, in sequence order. */
   chunkIds: string[];
@@ -57,10 +60,22 @@ export class RetrieverError extends ValidationError {
 
 const MAX_WINDOW = 4;
 
+/** Most children one query fetches while looking for `numberOfChunks` distinct parents. */
+export const MAX_CHILD_FETCH = 1000;
+/** Factor by which the children fetched grow between rounds. */
+const CHILD_FETCH_GROWTH = 4;
+
+function hasParent(hit: SearchHit): boolean {
+  return typeof hit.metadata.parent_id === 'string' && hit.metadata.parent_id !== '';
+}
+
 /**
  * Retrieves chunks for a query. `window` really expands each hit with its neighbours by `sequence_number`
  * within `windowSize` and merges windows that overlap or touch in the same document (ai4rag's current
- * backends silently behave like `simple`).
+ * backends silently behave like `simple`). On a hierarchical (parent–child) collection — hits carrying
+ * `parent_id` — each passage is a parent chunk, once per parent, in the rank of its best child (see
+ * {@link collapseToParents}); children are over-fetched so `numberOfChunks` distinct parents come back when the
+ * collection has them, and `window` is refused (the parent already is the wider context).
  * @example
  * const retriever = new Retriever(store, { numberOfChunks: 5, method: 'window', windowSize: 1 });
  * const passages = await retriever.retrieve('How many leave days?');
@@ -121,8 +136,40 @@ export class Retriever {
    */
   async retrieveWithReport(query: string): Promise<RetrievalResult> {
     const o = this.options;
+    const k = o.numberOfChunks;
+    // A hierarchical collection answers with parents: children are over-fetched (×4 per round, up to
+    // MAX_CHILD_FETCH) until k distinct parents are found or the store has no more matching children.
+    for (let fetch = k; ; fetch = Math.min(MAX_CHILD_FETCH, fetch * CHILD_FETCH_GROWTH)) {
+      const { hits, report } = await this.search(query, fetch);
+      const extras = report ? { queryTransform: report } : {};
+      if (!hits.some(hasParent)) {
+        const chunks =
+          o.method === 'simple'
+            ? hits.map((hit) => ({ ...hit, chunkIds: [hit.id] }))
+            : await this.expandWindows(hits, o.windowSize);
+        return { chunks, ...extras };
+      }
+      if (o.method === 'window') {
+        throw new RetrieverError(
+          'retrieval method "window" does not apply to a hierarchical (parent–child) collection: its passages ' +
+            'already are the parent chunks; use "simple"',
+        );
+      }
+      const parents = collapseToParents(hits);
+      if (parents.length >= k || hits.length < fetch || fetch >= MAX_CHILD_FETCH) {
+        return { chunks: parents.slice(0, k), ...extras };
+      }
+    }
+  }
+
+  /** One store search of `k` chunks, with the query transform's fusion when there is one. */
+  private async search(
+    query: string,
+    k: number,
+  ): Promise<{ hits: SearchHit[]; report?: QueryTransformReport }> {
+    const o = this.options;
     const params = {
-      k: o.numberOfChunks,
+      k,
       includeScores: true,
       ...(o.searchMode !== undefined && { searchMode: o.searchMode }),
       ...(o.rankerStrategy !== undefined && { rankerStrategy: o.rankerStrategy }),
@@ -130,18 +177,9 @@ export class Retriever {
       ...(o.rankerAlpha !== undefined && { rankerAlpha: o.rankerAlpha }),
       ...(o.filter !== undefined && { filter: o.filter }),
     };
-    let hits = await this.store.search(query, params);
-    let report: QueryTransformReport | undefined;
-    if (o.queryTransform !== undefined && o.queryTransform.kind !== 'none') {
-      const out = await applyQueryTransform(this.store, query, hits, params, o.queryTransform);
-      hits = out.hits;
-      report = out.report;
-    }
-    const chunks =
-      o.method === 'simple'
-        ? hits.map((hit) => ({ ...hit, chunkIds: [hit.id] }))
-        : await this.expandWindows(hits, o.windowSize);
-    return { chunks, ...(report && { queryTransform: report }) };
+    const hits = await this.store.search(query, params);
+    if (o.queryTransform === undefined || o.queryTransform.kind === 'none') return { hits };
+    return applyQueryTransform(this.store, query, hits, params, o.queryTransform);
   }
 
   private async expandWindows(hits: SearchHit[], windowSize: number): Promise<RetrievedChunk[]> {
@@ -242,4 +280,34 @@ export function mergeWindow(plan: WindowPlan, chunks: readonly SearchHit[]): Ret
     ...(plan.best.score !== undefined && { score: plan.best.score }),
     chunkIds: ordered.map((c) => c.id),
   };
+}
+
+/**
+ * Pure: turns ranked hits of a hierarchical (parent–child) collection into parent passages, one per parent, in
+ * the rank of its best (first) child, with that child's score and metadata without `parent_text` (`parent_id`,
+ * `parent_sequence_number` and `parent_start_index` are kept: the passage text starts at `parent_start_index` of
+ * the document). `chunkIds` are the children found, in sequence order. A hit without `parent_id` is its own passage.
+ * @example collapseToParents([c1 (parent P), c2 (parent Q), c3 (parent P)]) // [P (c1, c3), Q (c2)]
+ */
+export function collapseToParents(hits: readonly SearchHit[]): RetrievedChunk[] {
+  const groups = new Map<string, { best: SearchHit; children: SearchHit[] }>();
+  for (const hit of hits) {
+    const key = hasParent(hit) ? `parent:${hit.metadata.parent_id}` : `chunk:${hit.id}`;
+    const group = groups.get(key);
+    if (group) group.children.push(hit);
+    else groups.set(key, { best: hit, children: [hit] });
+  }
+  return [...groups.values()].map(({ best, children }) => {
+    const { parent_text: parentText, ...metadata } = best.metadata;
+    const ordered = [...children].sort(
+      (a, b) => a.metadata.sequence_number - b.metadata.sequence_number,
+    );
+    return {
+      id: best.id,
+      text: typeof parentText === 'string' && hasParent(best) ? parentText : best.text,
+      metadata,
+      ...(best.score !== undefined && { score: best.score }),
+      chunkIds: ordered.map((c) => c.id),
+    };
+  });
 }

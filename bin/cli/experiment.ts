@@ -60,6 +60,7 @@ export const EXPERIMENT_OPTIONS: OptionSpec = {
   'sample-questions': { type: 'string' },
   metric: { type: 'string' },
   'judge-model': { type: 'string' },
+  citations: { type: 'boolean' },
   quiet: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
   ...RERANK_OPTIONS,
@@ -339,6 +340,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     ...(list(str(p, 'embedding-models')) && { embeddingModels: list(str(p, 'embedding-models')) }),
     ...(str(p, 'metric') !== undefined && { optimizationMetric: str(p, 'metric') }),
     ...(str(p, 'judge-model') !== undefined && { judgeModel: str(p, 'judge-model') }),
+    ...(p.values.citations === true && { citations: true }),
     ...(prices !== undefined && { prices }),
     ...(rerank.overrides !== undefined
       ? { searchSpace: { ...(searchSpace as object | undefined), ...rerank.overrides } }

@@ -158,6 +158,9 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     text: 'optimization metric (default overall_score; answer_relevance needs --judge-model)',
   },
   'judge-model': { arg: 'ID', text: 'chat model that judges answer_relevance (LLM-as-a-judge)' },
+  citations: {
+    text: 'answers cite their sources ([n]); citation_precision is reported per trial (not in overall_score)',
+  },
   'dry-run': {
     text: 'print the estimated tokens (and cost) and exit; calls no model, writes nothing',
   },
@@ -376,6 +379,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
           'embedding-models',
           'metric',
           'judge-model',
+          'citations',
           'experiment-id',
           'dry-run',
           'quiet',

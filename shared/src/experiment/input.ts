@@ -74,6 +74,11 @@ export const ExperimentInputSchema = z.strictObject({
    * experiment's `cost_usd`. Without it, tokens only. A resume may replace it; costs are computed at finalize.
    */
   prices: PriceTableSchema.optional(),
+  /**
+   * Ask every answer for inline citation markers (`[n]`) and report `citation_precision` per trial (outside
+   * overall_score). Off when absent, so prompts, payloads and cache keys stay ai4rag's.
+   */
+  citations: z.boolean().optional(),
   /** A chat model that judges answer_relevance (ai4rag's LLM-as-a-judge); off when absent. */
   judgeModel: z.string().trim().min(1).max(200).optional(),
   /** Earlier results `{<param>: value, …, score}` (warm start; they use no budget). */

@@ -580,7 +580,13 @@ function planFor(state: ExperimentState, config: TrialConfig, n: number): TrialP
     collection: indexCollectionName(state.corpus.hash, indexing),
     indexing,
     rag,
-    cacheKey: resultCacheKey(state.corpus.hash, state.benchmark.hash, indexing, rag),
+    // Answers with citations are other answers; without, the key stays ai4rag's.
+    cacheKey: resultCacheKey(
+      state.corpus.hash,
+      state.benchmark.hash,
+      indexing,
+      state.input.citations === true ? { rag, citations: true } : rag,
+    ),
   };
 }
 
@@ -854,6 +860,8 @@ const METRIC_DESCRIPTIONS: Record<string, string> = {
   'recall@5': 'Fraction of gold documents among the first 5 distinct retrieved documents.',
   'mrr@10': 'Reciprocal rank of the first gold document (document level).',
   'ndcg@10': 'Binary-gain nDCG over distinct retrieved documents.',
+  citation_precision:
+    'Share of cited sentences supported by their cited chunk (token overlap); not in overall_score.',
 };
 
 /**
@@ -995,7 +1003,10 @@ export async function evaluateTrial(deps: ExperimentDeps, ref: TrialRef): Promis
       });
     const answers = await mapLimit(questions, state.input.questionConcurrency, async (q) => {
       try {
-        const a = await rag.generate(q.question);
+        const a = await rag.generate(
+          q.question,
+          state.input.citations === true ? { citations: true } : {},
+        );
         questionDone();
         return {
           ok: true as const,

@@ -1,11 +1,15 @@
 /**
- * `npm run bench -- --serve [--connections 50] [--seconds 10] [--route generate|search]`: `ai4rag serve` under
- * load on 127.0.0.1. One server on the embedded store with 1,000 synthetic documents (one chunk each), uploaded
- * through its own API; then `--connections` keep-alive clients send requests back to back for `--seconds`, while a
- * prober opens a NEW connection every 250 ms for `GET /health` (what a load balancer's health check does).
+ * `npm run bench -- --serve [--connections 50] [--seconds 10] [--route generate|search] [--concurrency N]
+ * [--workers N] [--profile DIR]`: `ai4rag serve` under load on 127.0.0.1. One server on the embedded store with
+ * 1,000 synthetic documents (one chunk each), uploaded through its own API; then `--connections` keep-alive clients
+ * send requests back to back for `--seconds`, while a prober in another process opens a NEW connection every
+ * 250 ms for `GET /health` (what a load balancer's health check does).
  *
- * Without `--concurrency`, runs twice: the default admission gate, then one admitting every connection.
- * Prints requests/s, p50 / p95 / p99 latency and p99 / p50, and the health check's p50 / max latency under load.
+ * Without `--workers`, runs twice, side by side: `serve` with its worker pool (default size), then `--workers 0`
+ * (everything on the main thread). `--concurrency` is passed to `serve` (its default gate otherwise). Prints
+ * requests/s, p50 / p95 / p99 latency and p99 / p50, the slowest request and when in the load it started, and the
+ * health check's p50 / p99 / max latency under load; then a table of the runs. `--profile DIR` writes the server's
+ * CPU profiles (`node --cpu-prof`, one per thread) to DIR.
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -22,8 +26,12 @@ export interface ServeLoadOptions {
   connections: number;
   /** `serve --concurrency` (its default when absent). */
   concurrency?: number;
+  /** `serve --workers` (both the default pool and 0 when absent). */
+  workers?: number;
   seconds: number;
   route: 'generate' | 'search';
+  /** Folder for a CPU profile of the server (`node --cpu-prof`), written when it stops. */
+  profileDir?: string;
 }
 
 /** Parses `--connections` (1–200, default 50), `--seconds` (1–120, default 10), `--route` (default generate). */
@@ -50,10 +58,17 @@ export function parseServeLoadArgs(argv: readonly string[]): ServeLoadOptions {
   if (concurrency !== undefined && !/^[1-9][0-9]*$/.test(concurrency)) {
     throw new Error(`--concurrency must be a positive integer, got "${concurrency}"`);
   }
+  const workers = value('--workers');
+  if (workers !== undefined && !/^[0-9]+$/.test(workers)) {
+    throw new Error(`--workers must be an integer ≥ 0, got "${workers}"`);
+  }
+  const profileDir = value('--profile');
   return {
     connections,
     seconds,
     route,
+    ...(profileDir !== undefined && { profileDir }),
+    ...(workers !== undefined && { workers: Number(workers) }),
     ...(concurrency !== undefined && { concurrency: Number(concurrency) }),
   };
 }
@@ -133,15 +148,36 @@ async function seed(server: { url: string }, token: string, count: number): Prom
 /** Runs the load and prints one line of results. */
 export async function runServeLoad(argv: readonly string[]): Promise<void> {
   const options = parseServeLoadArgs(argv);
-  // Side by side: the default admission gate, and (without --concurrency) one that admits every connection.
-  const settings =
-    options.concurrency !== undefined ? [options.concurrency] : [undefined, options.connections];
-  for (const concurrency of settings) {
-    await loadOnce({ ...options, ...(concurrency !== undefined && { concurrency }) });
+  // Side by side: the worker pool on (serve's default size) and off, unless --workers picks one.
+  const settings = options.workers !== undefined ? [options.workers] : [undefined, 0];
+  const rows: LoadResult[] = [];
+  for (const workers of settings) {
+    rows.push(await loadOnce({ ...options, ...(workers !== undefined && { workers }) }));
+  }
+  const f = (x: number) => x.toFixed(0).padStart(6);
+  console.log(
+    `\n| serve --workers | requests/s | p50 ms | p99 ms | p99/p50 | health p50 ms | health p99 ms | health max ms |`,
+  );
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.workers} | ${r.rps.toFixed(1)} | ${f(r.p50)} | ${f(r.p99)} | ${(r.p99 / r.p50).toFixed(2)} | ${f(r.healthP50)} | ${f(r.healthP99)} | ${f(r.healthMax)} |`,
+    );
   }
 }
 
-async function loadOnce(options: ServeLoadOptions): Promise<void> {
+/** One run's figures. */
+interface LoadResult {
+  workers: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  healthP50: number;
+  healthP99: number;
+  healthMax: number;
+}
+
+async function loadOnce(options: ServeLoadOptions): Promise<LoadResult> {
   const dir = await mkdtemp(join(tmpdir(), 'ai4rag-serve-load-'));
   const token = 'bench-token';
   // The server in its own process, as users run it (the load generator must not share its event loop).
@@ -149,6 +185,9 @@ async function loadOnce(options: ServeLoadOptions): Promise<void> {
   const child = spawn(
     process.execPath,
     [
+      ...(options.profileDir !== undefined
+        ? ['--cpu-prof', '--cpu-prof-dir', options.profileDir]
+        : []),
       join(import.meta.dirname, '..', 'bin', 'ai4rag.mjs'),
       'serve',
       '--port',
@@ -158,6 +197,7 @@ async function loadOnce(options: ServeLoadOptions): Promise<void> {
       '--data-dir',
       dir,
       ...(options.concurrency !== undefined ? ['--concurrency', String(options.concurrency)] : []),
+      ...(options.workers !== undefined ? ['--workers', String(options.workers)] : []),
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
@@ -165,6 +205,8 @@ async function loadOnce(options: ServeLoadOptions): Promise<void> {
   try {
     await waitForHealth(server.url, child);
     await seed(server, token, 1000);
+    // POST /search takes a `query`, /generate a `question`.
+    const field = options.route === 'search' ? 'query' : 'question';
     const random = mulberry32(11);
     const queries = Array.from({ length: 200 }, () =>
       Array.from({ length: 3 }, () => WORDS[Math.floor(random() ** 2 * 400)]).join(' '),
@@ -176,7 +218,7 @@ async function loadOnce(options: ServeLoadOptions): Promise<void> {
       new URL(`/${options.route}`, server.url),
       'POST',
       token,
-      JSON.stringify({ question: queries[0], k: 5 }),
+      JSON.stringify({ [field]: queries[0], k: 5 }),
     );
     const firstMs = performance.now() - w0;
     const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
@@ -184,14 +226,19 @@ async function loadOnce(options: ServeLoadOptions): Promise<void> {
     const latencies: number[] = [];
     const health: number[] = [];
     let errors = 0;
-    const deadline = performance.now() + options.seconds * 1000;
+    // The slowest request, and when (seconds into the load) it was sent: a stall shows as one outlier.
+    let slowest = { ms: 0, at: 0 };
+    const loadStart = performance.now();
+    const deadline = loadStart + options.seconds * 1000;
     const client = async (c: number) => {
       for (let i = c; performance.now() < deadline; i += options.connections) {
-        const body = JSON.stringify({ question: queries[i % queries.length], k: 5 });
+        const body = JSON.stringify({ [field]: queries[i % queries.length], k: 5 });
         const t0 = performance.now();
         const res = await request(agent, target, 'POST', token, body);
         if (res.status !== 200) errors += 1;
-        latencies.push(performance.now() - t0);
+        const ms = performance.now() - t0;
+        latencies.push(ms);
+        if (ms > slowest.ms) slowest = { ms, at: (t0 - loadStart) / 1000 };
       }
     };
     // The prober in a process of its own, as a load balancer is: this process's event loop is busy with the load.
@@ -225,11 +272,22 @@ async function loadOnce(options: ServeLoadOptions): Promise<void> {
     health.sort((a, b) => a - b);
     const p = (q: number) => percentile(latencies, q);
     const f = (x: number) => x.toFixed(1);
+    const workers =
+      options.workers !== undefined ? String(options.workers) : 'default (one per core)';
     console.log(
-      `serve  --concurrency ${options.concurrency ?? 'default (4)'}, ${options.connections} connections, POST /${options.route} on 1,000 chunks (PGlite): ${f(latencies.length / seconds)} requests/s, ` +
-        `p50 ${f(p(50))} / p95 ${f(p(95))} / p99 ${f(p(99))} ms (p99/p50 ${(p(99) / p(50)).toFixed(2)}), ${errors} errors; ` +
-        `first query after ingest ${f(firstMs)} ms; health check on a new connection: p50 ${f(percentile(health, 50))} ms, max ${f(health.at(-1) ?? Number.NaN)} ms (${health.length} probes)`,
+      `serve  --workers ${workers}, --concurrency ${options.concurrency ?? 'default (4)'}, ${options.connections} connections, POST /${options.route} on 1,000 chunks (PGlite): ${f(latencies.length / seconds)} requests/s, ` +
+        `p50 ${f(p(50))} / p95 ${f(p(95))} / p99 ${f(p(99))} ms (p99/p50 ${(p(99) / p(50)).toFixed(2)}), slowest ${f(slowest.ms)} ms (sent ${slowest.at.toFixed(1)} s in), ${errors} errors; ` +
+        `first query after ingest ${f(firstMs)} ms; health check on a new connection: p50 ${f(percentile(health, 50))} / p99 ${f(percentile(health, 99))} / max ${f(health.at(-1) ?? Number.NaN)} ms (${health.length} probes)`,
     );
+    return {
+      workers: options.workers !== undefined ? String(options.workers) : 'default',
+      rps: latencies.length / seconds,
+      p50: p(50),
+      p99: p(99),
+      healthP50: percentile(health, 50),
+      healthP99: percentile(health, 99),
+      healthMax: health.at(-1) ?? Number.NaN,
+    };
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));

@@ -192,6 +192,10 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     arg: 'N',
     text: 'API requests run at once, the rest queue in arrival order (default 4)',
   },
+  workers: {
+    arg: 'N',
+    text: 'worker threads for the local embedder and local model (default one per core; 0: none)',
+  },
   // collections / documents
   yes: { text: 'do it without asking (needed when stdin is not a terminal)' },
 };
@@ -407,7 +411,10 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     usage: 'serve [options]',
     description: 'Every route but /health needs "Authorization: Bearer <token>".',
     groups: [
-      ['Server', ['port', 'host', 'token', 'documents-dir', 'log', 'log-file', 'concurrency']],
+      [
+        'Server',
+        ['port', 'host', 'token', 'documents-dir', 'log', 'log-file', 'concurrency', 'workers'],
+      ],
       ['Answers', ['collection', 'pattern', 'prices', ...RERANK]],
     ],
     globals: ['store', 'data-dir', 'config'],

@@ -25,9 +25,10 @@ import { ValidationError } from '../../shared/src/errors.js';
 import { readStatus } from '../../shared/src/ingest/knowledge-base.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
 import { int, type OptionSpec, oneOf, parse, str } from './args.js';
+import { poolFor, usePool, workersOption } from './cpu-runtime.js';
 import { cliPrices, PRICES_OPTIONS } from './prices.js';
 import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';
-import { createGate } from './serve-gate.js';
+import { createGate, yieldingClient } from './serve-gate.js';
 import { type AccessLogSink, fileSink, logAccess } from './serve-log.js';
 import { createWebApi, isWebPath, PATTERN_HEADER, sendWebFile, WEB_DIST_DIR } from './serve-web.js';
 
@@ -42,6 +43,7 @@ export const SERVE_OPTIONS: OptionSpec = {
   log: { type: 'boolean' },
   'log-file': { type: 'string' },
   concurrency: { type: 'string' },
+  workers: { type: 'string' },
   ...RERANK_OPTIONS,
   ...PRICES_OPTIONS,
 };
@@ -128,6 +130,11 @@ export interface ServeOptions {
   accessLog?: AccessLogSink;
   /** Folder of the built web app. @default web/dist of the package */
   webDir?: string;
+  /**
+   * Worker threads computing the local embeddings and the local model's answers (0: on the main thread).
+   * @default os.availableParallelism()
+   */
+  workers?: number;
 }
 
 /** A running server. */
@@ -243,7 +250,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     ...(options.env && { env: options.env }),
     ...(options.inMemory && { inMemory: true }),
     ...(options.store !== undefined && { store: options.store }),
+    wrapSqlClient: yieldingClient,
   });
+  // Before anything takes the runtime's models: the queues, the handlers and the web app all get the pooled ones.
+  const pool = poolFor(options.workers);
+  if (pool !== undefined) usePool(runtime, pool);
   await bindLocalQueues(runtime);
   const prices = parsePricesEnv(options.env ?? {});
   type Handlers = Record<Exclude<Route['handler'], 'stream'>, ApiHandler>;
@@ -441,10 +452,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       }
     })();
   });
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', () => resolveListen());
-  });
+  try {
+    await new Promise<void>((resolveListen, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', () => resolveListen());
+    });
+  } catch (error) {
+    await runtime.close();
+    await pool?.close();
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   baseUrl = `http://${options.host ?? '127.0.0.1'}:${address.port}`;
   return {
@@ -457,6 +474,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         server.closeAllConnections();
       });
       await runtime.close();
+      await pool?.close();
     },
   };
 }
@@ -487,6 +505,7 @@ export async function runServe(
   let p: ReturnType<typeof parse>;
   let port: number;
   let concurrency: number;
+  let workers: number | undefined;
   let overrides: Record<string, string> = {};
   let store: StoreKind;
   try {
@@ -498,6 +517,7 @@ export async function runServe(
     if (concurrency < 1 || concurrency > 256) {
       throw new ValidationError(`--concurrency must be in 1..256, got ${concurrency}`);
     }
+    workers = workersOption(str(p, 'workers'));
     const pattern = str(p, 'pattern');
     const collection = str(p, 'collection');
     if (pattern !== undefined) overrides = patternEnv(pattern, collection);
@@ -539,6 +559,7 @@ export async function runServe(
     port,
     token,
     concurrency,
+    ...(workers !== undefined && { workers }),
     env: { ...ENV, ...overrides },
     ...(documentsDir && { documentsDir }),
     store,

@@ -44,6 +44,8 @@ export interface LocalRuntimeOptions {
    * @default 'pglite'
    */
   store?: 'pglite' | 'pgvector' | 'milvus';
+  /** Wraps the embedded database's client when it opens (`ai4rag serve` yields to its event loop per statement). */
+  wrapSqlClient?: (client: SqlClient) => SqlClient;
 }
 
 /** The local runtime, with its in-process queues exposed so the caller binds them to the local handlers. */
@@ -68,9 +70,10 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
   const keyOf = endpointKeys(env, apiKey);
   const client = memo<SqlClient>(async () => {
     const { openPglite } = await loadLocalStore();
-    if (options.inMemory) return openPglite({});
+    const wrap = options.wrapSqlClient ?? ((c: SqlClient) => c);
+    if (options.inMemory) return wrap(await openPglite({}));
     mkdirSync(join(dataDir, 'pglite'), { recursive: true });
-    return openPglite({ dataDir: join(dataDir, 'pglite') });
+    return wrap(await openPglite({ dataDir: join(dataDir, 'pglite') }));
   });
   const stores = keyedMemo<VectorStore>();
   const openedStores: VectorStore[] = [];

@@ -1,4 +1,5 @@
-import { CHUNKING_LIMITS, CHUNKING_METHODS } from '../chunking/limits.js';
+import { CHUNKING_LIMITS } from '../chunking/limits.js';
+import type { ChunkingMethod, SemanticBreakpoint } from '../chunking/types.js';
 import { ValidationError } from '../errors.js';
 import { QUERY_TRANSFORMS } from '../retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
@@ -47,7 +48,9 @@ export type Rule = (combination: Record<string, unknown>) => boolean;
  * (not in ai4rag and not in the default space: a space has them only when an override lists them; a
  * combination without `reranker` is not reranked, one without `rerank_candidates` reranks
  * `defaultRerankCandidates(number_of_chunks)` candidates), and `query_transform` (`none`, `multi_query`,
- * `hyde`, `rm3`; likewise only from an override; absent means `none`).
+ * `hyde`, `rm3`; likewise only from an override; absent means `none`), and the parameters of our chunking methods
+ * (issue 15; only from an override): `parent_chunk_size` (hierarchical), `semantic_breakpoint` and
+ * `semantic_breakpoint_amount` (semantic), each with a sentinel for the methods that do not use it.
  */
 export const PARAM_NAMES = Object.freeze({
   FOUNDATION_MODEL: 'foundation_model',
@@ -65,6 +68,9 @@ export const PARAM_NAMES = Object.freeze({
   RERANKER: 'reranker',
   RERANK_CANDIDATES: 'rerank_candidates',
   QUERY_TRANSFORM: 'query_transform',
+  PARENT_CHUNK_SIZE: 'parent_chunk_size',
+  SEMANTIC_BREAKPOINT: 'semantic_breakpoint',
+  SEMANTIC_BREAKPOINT_AMOUNT: 'semantic_breakpoint_amount',
 } as const);
 
 /** One of {@link PARAM_NAMES}' values. */
@@ -97,6 +103,45 @@ export const RANKER_SENTINELS = Object.freeze({ strategy: '', k: 0, alpha: 1 } a
  * sentinels, applied to the reranker).
  */
 export const RERANKER_SENTINELS = Object.freeze({ model: 'none', candidates: 0 } as const);
+
+/**
+ * The chunking methods a search space may list: ai4rag's `recursive` and `hybrid`, and ours (issue 15): `fixed`
+ * (token windows), `semantic` (embedding breakpoints) and `hierarchical` (children searched, parents returned).
+ */
+export const SEARCH_SPACE_CHUNKING_METHODS: readonly ChunkingMethod[] = Object.freeze([
+  'recursive',
+  'hybrid',
+  'fixed',
+  'semantic',
+  'hierarchical',
+]);
+
+/** The breakpoint types of `semantic` chunking, as `semantic_breakpoint` values. */
+export const SEMANTIC_BREAKPOINTS: readonly SemanticBreakpoint[] = Object.freeze([
+  'percentile',
+  'standard_deviation',
+  'gradient',
+]);
+
+/**
+ * Sentinels of the chunking-method parameters (ai4rag's ranker sentinels, applied to chunking): `parent_chunk_size`
+ * 0 unless `hierarchical`; `semantic_breakpoint` `''` and `semantic_breakpoint_amount` 0 unless `semantic`.
+ */
+export const CHUNKING_SENTINELS = Object.freeze({
+  parentChunkSize: 0,
+  breakpoint: '',
+  breakpointAmount: 0,
+} as const);
+
+/** Bounds of the chunking-method parameters (sizes in approximate tokens, as `chunk_size`). */
+export const CHUNKING_METHOD_LIMITS = Object.freeze({
+  /** `hierarchical`: the largest parent chunk (a parent is context, never embedded). */
+  MAX_PARENT_CHUNK_SIZE: 8192,
+  /** `semantic`: a percentile (`percentile`, `gradient`) is in (0, 100]. */
+  MAX_PERCENTILE_AMOUNT: 100,
+  /** `semantic`: `standard_deviation` takes at most this many standard deviations. */
+  MAX_STD_AMOUNT: 10,
+});
 
 /**
  * Refuses to enumerate grids larger than this many raw combinations: the product is materialised in
@@ -206,14 +251,18 @@ function requireKeys(c: Record<string, unknown>, rule: string, keys: readonly st
   }
 }
 
+/** Methods that split without overlap: ai4rag's `hybrid` (structure-aware) and our `semantic` (breakpoints). */
+const NO_OVERLAP_METHODS: readonly unknown[] = ['hybrid', 'semantic'];
+
 /**
- * Rule 1 (ai4rag 0.7+): hybrid chunking only with overlap 0, any other method only with overlap > 0.
- * Passes when either key is missing.
+ * Rule 1 (ai4rag 0.7+): hybrid chunking only with overlap 0, any other method only with overlap > 0. Ours
+ * extends it: `semantic` is like `hybrid` (overlap 0: its chunks are cut at breakpoints, not windows), `fixed` and
+ * `hierarchical` (its children) like `recursive` (overlap > 0). Passes when either key is missing.
  */
 export function ruleChunkOverlapForChunkingMethod(c: Record<string, unknown>): boolean {
   if (!has(c, PARAM_NAMES.CHUNKING_METHOD) || !has(c, PARAM_NAMES.CHUNK_OVERLAP)) return true;
   const overlap = c[PARAM_NAMES.CHUNK_OVERLAP] as number;
-  return c[PARAM_NAMES.CHUNKING_METHOD] === 'hybrid' ? overlap === 0 : overlap > 0;
+  return NO_OVERLAP_METHODS.includes(c[PARAM_NAMES.CHUNKING_METHOD]) ? overlap === 0 : overlap > 0;
 }
 
 /**
@@ -375,8 +424,76 @@ export function ruleChatTransformNeedsChatModel(c: Record<string, unknown>): boo
 }
 
 /**
- * ai4rag's seven built-in rules, in its order, then rules 8 and 9 (reranking) and 10 and 11 (query
- * transforms). User rules come after them.
+ * Rule 12 (ours), in the style of rule 6: `hierarchical` ⇒ `parent_chunk_size > chunk_size` (a parent holds its
+ * children); any other method ⇒ `parent_chunk_size` is the sentinel 0. Passes when `chunking_method` or
+ * `parent_chunk_size` is missing (a hierarchical trial without it takes `defaultParentChunkSize(chunk_size)`).
+ */
+export function ruleParentChunkSizeForHierarchicalOnly(c: Record<string, unknown>): boolean {
+  if (!has(c, PARAM_NAMES.CHUNKING_METHOD) || !has(c, PARAM_NAMES.PARENT_CHUNK_SIZE)) return true;
+  const parent = c[PARAM_NAMES.PARENT_CHUNK_SIZE];
+  if (c[PARAM_NAMES.CHUNKING_METHOD] !== 'hierarchical') {
+    return parent === CHUNKING_SENTINELS.parentChunkSize;
+  }
+  return (
+    !has(c, PARAM_NAMES.CHUNK_SIZE) || (parent as number) > (c[PARAM_NAMES.CHUNK_SIZE] as number)
+  );
+}
+
+/**
+ * Rule 13 (ours), in the style of rules 6–7: `semantic` ⇒ `semantic_breakpoint` is a breakpoint type and
+ * `semantic_breakpoint_amount ≠ 0`; any other method ⇒ both are their sentinels (`''`, 0). Each key is checked
+ * when present; passes when `chunking_method` is missing (a semantic trial without them takes the chunker's
+ * defaults: percentile 95).
+ */
+export function ruleSemanticBreakpointForSemanticOnly(c: Record<string, unknown>): boolean {
+  if (!has(c, PARAM_NAMES.CHUNKING_METHOD)) return true;
+  const semantic = c[PARAM_NAMES.CHUNKING_METHOD] === 'semantic';
+  const bp = c[PARAM_NAMES.SEMANTIC_BREAKPOINT];
+  const amount = c[PARAM_NAMES.SEMANTIC_BREAKPOINT_AMOUNT];
+  if (has(c, PARAM_NAMES.SEMANTIC_BREAKPOINT)) {
+    if ((bp === CHUNKING_SENTINELS.breakpoint) === semantic) return false;
+  }
+  if (has(c, PARAM_NAMES.SEMANTIC_BREAKPOINT_AMOUNT)) {
+    if ((amount === CHUNKING_SENTINELS.breakpointAmount) === semantic) return false;
+  }
+  return true;
+}
+
+/**
+ * Rule 14 (ours): `semantic_breakpoint` `standard_deviation` ⇒ `semantic_breakpoint_amount ≤ 10` (a number of
+ * standard deviations; `percentile` and `gradient` take a percentile up to 100). Passes when either key is missing.
+ */
+export function ruleSemanticAmountForBreakpoint(c: Record<string, unknown>): boolean {
+  if (c[PARAM_NAMES.SEMANTIC_BREAKPOINT] !== 'standard_deviation') return true;
+  if (!has(c, PARAM_NAMES.SEMANTIC_BREAKPOINT_AMOUNT)) return true;
+  return (
+    (c[PARAM_NAMES.SEMANTIC_BREAKPOINT_AMOUNT] as number) <= CHUNKING_METHOD_LIMITS.MAX_STD_AMOUNT
+  );
+}
+
+/**
+ * Rule 15 (ours): `hierarchical` ⇒ `retrieval_method` `simple` (window_size 0): the retriever already answers
+ * with each hit's parent chunk, a wider context than a window of children, and refuses `window` there. Passes
+ * when either key is missing.
+ */
+export function ruleHierarchicalNeedsSimpleRetrieval(c: Record<string, unknown>): boolean {
+  if (c[PARAM_NAMES.CHUNKING_METHOD] !== 'hierarchical') return true;
+  if (!has(c, PARAM_NAMES.RETRIEVAL_METHOD)) return true;
+  return c[PARAM_NAMES.RETRIEVAL_METHOD] === 'simple';
+}
+
+/**
+ * The parent chunk size of a hierarchical trial whose search space has no `parent_chunk_size`: four children,
+ * capped at {@link CHUNKING_METHOD_LIMITS}' maximum.
+ * @example defaultParentChunkSize(512) // 2048
+ */
+export function defaultParentChunkSize(chunkSize: number): number {
+  return Math.min(CHUNKING_METHOD_LIMITS.MAX_PARENT_CHUNK_SIZE, 4 * chunkSize);
+}
+
+/**
+ * ai4rag's seven built-in rules, in its order, then rules 8 and 9 (reranking), 10 and 11 (query transforms) and
+ * 12–15 (our chunking methods). User rules come after them.
  */
 export const BUILT_IN_RULES: readonly Rule[] = Object.freeze([
   ruleChunkOverlapForChunkingMethod,
@@ -390,6 +507,10 @@ export const BUILT_IN_RULES: readonly Rule[] = Object.freeze([
   ruleRerankCandidatesAtLeastNumberOfChunks,
   ruleRm3NeedsKeywordLeg,
   ruleChatTransformNeedsChatModel,
+  ruleParentChunkSizeForHierarchicalOnly,
+  ruleSemanticBreakpointForSemanticOnly,
+  ruleSemanticAmountForBreakpoint,
+  ruleHierarchicalNeedsSimpleRetrieval,
 ]);
 
 /** Options of {@link defaultSearchSpace}. */
@@ -644,7 +765,7 @@ const model: Validator = (v) => {
 const VALIDATORS: Record<ParamName, Validator> = {
   foundation_model: model,
   embedding_model: model,
-  chunking_method: oneOf(CHUNKING_METHODS),
+  chunking_method: oneOf(SEARCH_SPACE_CHUNKING_METHODS),
   chunk_size: intIn(CHUNKING_LIMITS.MIN_CHUNK_SIZE, CHUNKING_LIMITS.MAX_CHUNK_SIZE),
   chunk_overlap: intIn(CHUNKING_LIMITS.MIN_CHUNK_OVERLAP, CHUNKING_LIMITS.MAX_CHUNK_OVERLAP),
   retrieval_method: oneOf(RETRIEVAL_LIMITS.RETRIEVAL_METHODS),
@@ -666,6 +787,22 @@ const VALIDATORS: Record<ParamName, Validator> = {
       : `must be '${RERANKER_SENTINELS.model}' or a reranker model id (optionally model@endpoint)`,
   rerank_candidates: intIn(1, RERANK_CANDIDATES.MAX, RERANKER_SENTINELS.candidates),
   query_transform: oneOf(QUERY_TRANSFORMS),
+  parent_chunk_size: intIn(
+    CHUNKING_LIMITS.MIN_CHUNK_SIZE + 1,
+    CHUNKING_METHOD_LIMITS.MAX_PARENT_CHUNK_SIZE,
+    CHUNKING_SENTINELS.parentChunkSize,
+  ),
+  semantic_breakpoint: (v) =>
+    oneOf(SEMANTIC_BREAKPOINTS)(v) === undefined || v === CHUNKING_SENTINELS.breakpoint
+      ? undefined
+      : `must be one of ${SEMANTIC_BREAKPOINTS.map((b) => `'${b}'`).join(', ')} or the sentinel ''`,
+  semantic_breakpoint_amount: (v) =>
+    typeof v === 'number' &&
+    Number.isFinite(v) &&
+    v >= 0 &&
+    v <= CHUNKING_METHOD_LIMITS.MAX_PERCENTILE_AMOUNT
+      ? undefined
+      : `must be a number in (0, ${CHUNKING_METHOD_LIMITS.MAX_PERCENTILE_AMOUNT}] (a percentile, or at most ${CHUNKING_METHOD_LIMITS.MAX_STD_AMOUNT} standard deviations) or the sentinel 0`,
 };
 
 /**

@@ -191,6 +191,10 @@ describe('built-in rules', () => {
       'ruleRerankCandidatesAtLeastNumberOfChunks',
       'ruleRm3NeedsKeywordLeg',
       'ruleChatTransformNeedsChatModel',
+      'ruleParentChunkSizeForHierarchicalOnly',
+      'ruleSemanticBreakpointForSemanticOnly',
+      'ruleSemanticAmountForBreakpoint',
+      'ruleHierarchicalNeedsSimpleRetrieval',
     ]);
   });
 
@@ -354,7 +358,7 @@ describe('createSearchSpace', () => {
     const space = createSearchSpace(params, { rules: [(c) => c.search_mode === 'vector'] });
 
     // Assess
-    expect(space.rules).toHaveLength(12);
+    expect(space.rules).toHaveLength(16);
     expect(space.size()).toBe(24);
   });
 
@@ -461,7 +465,7 @@ describe('overrides', () => {
         "'number_of_chunks' must be a non-empty array of values, got 3; " +
         "'ranker_k' value 101 must be an integer in 1..100 or the sentinel 0; " +
         "'search_mode' value 'graph' must be one of 'vector', 'hybrid'; " +
-        "unknown parameter 'temperature' (allowed: foundation_model, embedding_model, chunking_method, chunk_size, chunk_overlap, retrieval_method, window_size, number_of_chunks, search_mode, ranker_strategy, ranker_k, ranker_alpha, reranker, rerank_candidates, query_transform).",
+        "unknown parameter 'temperature' (allowed: foundation_model, embedding_model, chunking_method, chunk_size, chunk_overlap, retrieval_method, window_size, number_of_chunks, search_mode, ranker_strategy, ranker_k, ranker_alpha, reranker, rerank_candidates, query_transform, parent_chunk_size, semantic_breakpoint, semantic_breakpoint_amount).",
     );
     expect(() => parseSearchSpaceOverrides([1])).toThrow(/must be a JSON object/);
     expect(() => parseSearchSpaceOverrides({ window_size: [1.5] })).toThrow(

@@ -4,11 +4,13 @@
  * settings of the payload, and the keys of the result cache and index reuse.
  */
 import { createHash } from 'node:crypto';
-import type { ChunkingMethod, ChunkingOptions } from '../chunking/types.js';
+import type { ChunkingMethod, ChunkingOptions, SemanticBreakpoint } from '../chunking/types.js';
 import { ValidationError } from '../errors.js';
 import { DEFAULT_TEMPLATES, type PromptTemplates } from '../generation/templates.js';
 import type { FoundationModel } from '../generation/types.js';
 import {
+  CHUNKING_SENTINELS,
+  defaultParentChunkSize,
   type ModelRef,
   NO_QUERY_TRANSFORM,
   RERANKER_SENTINELS,
@@ -76,6 +78,49 @@ function str<T extends string>(config: TrialConfig, name: string, fallback: T): 
 }
 
 /**
+ * The chunking options of a combination: the method, size and overlap, and the method's own parameters —
+ * `parentChunkSize` for `hierarchical` (`parent_chunk_size`; absent or the sentinel 0 ⇒
+ * `defaultParentChunkSize(chunk_size)`), `breakpoint` / `breakpointAmount` for `semantic` (`semantic_breakpoint`,
+ * `semantic_breakpoint_amount`; absent or the sentinels ⇒ the chunker's defaults). Other methods get none, so their
+ * options (and cache keys) are as before issue 15.
+ */
+export function chunkingOptions(config: TrialConfig): ChunkingOptions {
+  const method = str<ChunkingMethod>(config, 'chunking_method', 'recursive');
+  const chunkSize = num(config, 'chunk_size', 512);
+  const options: ChunkingOptions = {
+    method,
+    chunkSize,
+    chunkOverlap: num(config, 'chunk_overlap', 128),
+  };
+  if (method === 'hierarchical') {
+    const parent = num(config, 'parent_chunk_size', CHUNKING_SENTINELS.parentChunkSize);
+    options.parentChunkSize =
+      parent === CHUNKING_SENTINELS.parentChunkSize ? defaultParentChunkSize(chunkSize) : parent;
+  }
+  if (method === 'semantic') {
+    const breakpoint = str<string>(config, 'semantic_breakpoint', CHUNKING_SENTINELS.breakpoint);
+    const amount = num(config, 'semantic_breakpoint_amount', CHUNKING_SENTINELS.breakpointAmount);
+    if (breakpoint !== CHUNKING_SENTINELS.breakpoint) {
+      options.breakpoint = breakpoint as SemanticBreakpoint;
+    }
+    if (amount !== CHUNKING_SENTINELS.breakpointAmount) options.breakpointAmount = amount;
+  }
+  return options;
+}
+
+/**
+ * The method-specific chunking keys of indexing params and pattern settings (`parent_chunk_size`,
+ * `semantic_breakpoint`, `semantic_breakpoint_amount`), present only where the method has them.
+ */
+function chunkingMethodParams(c: ChunkingOptions) {
+  return {
+    ...(c.parentChunkSize !== undefined && { parent_chunk_size: c.parentChunkSize }),
+    ...(c.breakpoint !== undefined && { semantic_breakpoint: c.breakpoint }),
+    ...(c.breakpointAmount !== undefined && { semantic_breakpoint_amount: c.breakpointAmount }),
+  };
+}
+
+/**
  * Reads a combination into typed settings; parameters a user search space omits take ai4rag's defaults
  * (recursive 512/128 chunks, simple retrieval of 5 chunks, vector search, no reranking). A reranker without
  * `rerank_candidates` (or with the sentinel 0) reranks `defaultRerankCandidates(number_of_chunks)`.
@@ -102,11 +147,7 @@ export function trialSettings(config: TrialConfig): TrialSettings {
     foundationModel: fm.modelId,
     embeddingModel: em.modelId,
     embeddingContextLength: em.contextLength ?? null,
-    chunking: {
-      method: str<ChunkingMethod>(config, 'chunking_method', 'recursive'),
-      chunkSize: num(config, 'chunk_size', 512),
-      chunkOverlap: num(config, 'chunk_overlap', 128),
-    },
+    chunking: chunkingOptions(config),
     retrieval: {
       method: str<'simple' | 'window'>(config, 'retrieval_method', 'simple'),
       windowSize: num(config, 'window_size', 0),
@@ -144,6 +185,7 @@ export function indexingParams(s: TrialSettings, embeddingDimension: number) {
       chunk_size: s.chunking.chunkSize,
       chunk_overlap: s.chunking.chunkOverlap,
       include_metadata: s.chunking.method === 'hybrid',
+      ...chunkingMethodParams(s.chunking),
     },
     embedding: {
       model_id: s.embeddingModel,
@@ -264,6 +306,7 @@ export function patternSettings(
       chunk_size: s.chunking.chunkSize,
       chunk_overlap: s.chunking.chunkOverlap,
       include_metadata: s.chunking.method === 'hybrid',
+      ...chunkingMethodParams(s.chunking),
     },
     embedding: indexingParams(s, embeddingDimension).embedding,
     retrieval: {

@@ -5,6 +5,7 @@
  * against `ranker_k 60` would compare vector search with hybrid search under the wrong name.
  */
 import {
+  CHUNKING_SENTINELS,
   combinationKey,
   PARAM_NAMES,
   RANKER_SENTINELS,
@@ -25,15 +26,40 @@ function searchMode(c: TrialConfig): unknown {
 
 /**
  * The parameters that apply only under a condition on other parameters, from the search-space rules
- * (shared/src/optimizer/search-space.ts; ai4rag's rules 1, 3 and 5–7, and ours 8 for reranking). Every other
+ * (shared/src/optimizer/search-space.ts; ai4rag's rules 1, 3 and 5–7, and ours 8 for reranking and 12–13 for the
+ * chunking methods' own parameters). Every other
  * parameter applies to every trial; `reranker 'none'` and `query_transform 'none'` are real choices.
  * When the parameter a condition reads is missing, the value itself decides (anything but the sentinel applies).
  */
 export const CONDITIONAL_PARAMETERS: Readonly<Record<string, Applicability>> = Object.freeze({
-  // Rule 1: hybrid (Docling) chunking has no overlap; the 0 it carries is forced.
+  // Rule 1: hybrid (Docling) and semantic chunking have no overlap; the 0 they carry is forced.
   [PARAM_NAMES.CHUNK_OVERLAP]: {
-    applies: (c) => c[PARAM_NAMES.CHUNKING_METHOD] !== 'hybrid',
-    condition: 'chunking_method is not hybrid',
+    applies: (c) =>
+      c[PARAM_NAMES.CHUNKING_METHOD] !== 'hybrid' && c[PARAM_NAMES.CHUNKING_METHOD] !== 'semantic',
+    condition: 'chunking_method is not hybrid or semantic',
+  },
+  // Rule 12: a parent chunk size is hierarchical chunking's; elsewhere it is the sentinel 0.
+  [PARAM_NAMES.PARENT_CHUNK_SIZE]: {
+    applies: (c) =>
+      c[PARAM_NAMES.CHUNKING_METHOD] === undefined
+        ? c[PARAM_NAMES.PARENT_CHUNK_SIZE] !== CHUNKING_SENTINELS.parentChunkSize
+        : c[PARAM_NAMES.CHUNKING_METHOD] === 'hierarchical',
+    condition: 'chunking_method = hierarchical',
+  },
+  // Rule 13: breakpoints are semantic chunking's; elsewhere they are the sentinels '' and 0.
+  [PARAM_NAMES.SEMANTIC_BREAKPOINT]: {
+    applies: (c) =>
+      c[PARAM_NAMES.CHUNKING_METHOD] === undefined
+        ? c[PARAM_NAMES.SEMANTIC_BREAKPOINT] !== CHUNKING_SENTINELS.breakpoint
+        : c[PARAM_NAMES.CHUNKING_METHOD] === 'semantic',
+    condition: 'chunking_method = semantic',
+  },
+  [PARAM_NAMES.SEMANTIC_BREAKPOINT_AMOUNT]: {
+    applies: (c) =>
+      c[PARAM_NAMES.CHUNKING_METHOD] === undefined
+        ? c[PARAM_NAMES.SEMANTIC_BREAKPOINT_AMOUNT] !== CHUNKING_SENTINELS.breakpointAmount
+        : c[PARAM_NAMES.CHUNKING_METHOD] === 'semantic',
+    condition: 'chunking_method = semantic',
   },
   // Rule 3: window_size 0 ⇔ simple retrieval.
   [PARAM_NAMES.WINDOW_SIZE]: {

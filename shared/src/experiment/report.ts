@@ -238,6 +238,24 @@ function rerankerText(s: PatternPayload['settings']): string {
   return r === undefined ? 'none' : `${r.model_id} (${r.candidates} candidates)`;
 }
 
+/** The rows of a chunking method's own parameters (hierarchical, semantic), where the pattern has them. */
+function chunkingMethodRows(s: PatternPayload['settings']): [string, unknown][] {
+  const c = s.chunking;
+  const rows: [string, unknown][] = [];
+  if (c.parent_chunk_size !== undefined) rows.push(['Parent chunk size', c.parent_chunk_size]);
+  if (c.semantic_breakpoint !== undefined)
+    rows.push(['Semantic breakpoint', c.semantic_breakpoint]);
+  if (c.semantic_breakpoint_amount !== undefined)
+    rows.push(['Semantic breakpoint amount', c.semantic_breakpoint_amount]);
+  return rows;
+}
+
+/** The chunking method as one value, with the parent size of hierarchical chunking (`hierarchical ⊂ 2048`). */
+function chunkingText(s: PatternPayload['settings']): string {
+  const c = s.chunking;
+  return c.parent_chunk_size === undefined ? c.method : `${c.method} ⊂ ${c.parent_chunk_size}`;
+}
+
 function settingsRows(pattern: PatternPayload): [string, unknown][] {
   const s = pattern.settings;
   const rows: [string, unknown][] = [
@@ -245,6 +263,7 @@ function settingsRows(pattern: PatternPayload): [string, unknown][] {
     ['Chunk size', s.chunking.chunk_size],
     ['Chunk overlap', s.chunking.chunk_overlap],
     ['Include metadata', s.chunking.include_metadata],
+    ...chunkingMethodRows(s),
     ['Embedding model', s.embedding.model_id],
     ['Embedding dimension', s.embedding.embedding_params.embedding_dimension],
     ['Embedding context length', s.embedding.embedding_params.context_length ?? 'unknown'],
@@ -333,12 +352,17 @@ function rankerText(s: PatternPayload['settings']): string {
   return r.ranker_strategy;
 }
 
+/** Hybrid and semantic chunking cut without overlap (search-space rule 1). */
+function noOverlap(s: PatternPayload['settings']): boolean {
+  return s.chunking.method === 'hybrid' || s.chunking.method === 'semantic';
+}
+
 const CONFIG_COLUMNS: readonly ConfigColumn[] = [
   {
     head: 'Chunking',
     title: 'chunking_method',
     name: 'chunking_method',
-    text: (s) => s.chunking.method,
+    text: chunkingText,
   },
   {
     head: 'Chunk size',
@@ -349,10 +373,10 @@ const CONFIG_COLUMNS: readonly ConfigColumn[] = [
   },
   {
     head: 'Overlap',
-    title: 'chunk_overlap (hybrid chunking has none)',
+    title: 'chunk_overlap (hybrid and semantic chunking have none)',
     name: 'chunk_overlap',
-    text: (s) => (s.chunking.method === 'hybrid' ? '–' : String(s.chunking.chunk_overlap)),
-    value: (s) => (s.chunking.method === 'hybrid' ? undefined : s.chunking.chunk_overlap),
+    text: (s) => (noOverlap(s) ? '–' : String(s.chunking.chunk_overlap)),
+    value: (s) => (noOverlap(s) ? undefined : s.chunking.chunk_overlap),
   },
   {
     head: 'Embedding',

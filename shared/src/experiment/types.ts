@@ -44,6 +44,12 @@ export interface PatternSettings {
     chunk_size: number;
     chunk_overlap: number;
     include_metadata: boolean;
+    /** `hierarchical`: the parent chunk size (the children are `chunk_size`). */
+    parent_chunk_size?: number;
+    /** `semantic`: the breakpoint type, when the search space set one (else the chunker's default). */
+    semantic_breakpoint?: string;
+    /** `semantic`: the breakpoint amount, when the search space set one (else the chunker's default). */
+    semantic_breakpoint_amount?: number;
   };
   embedding: {
     model_id: string;

@@ -86,7 +86,7 @@ describe('renderReport', () => {
       'context_correctness',
       'chunking_method',
       'chunk_size',
-      'chunk_overlap (hybrid chunking has none)',
+      'chunk_overlap (hybrid and semantic chunking have none)',
       'embedding_model',
       'number_of_chunks',
       'search_mode',

@@ -158,6 +158,10 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     text: 'optimization metric (default overall_score; answer_relevance needs --judge-model)',
   },
   'judge-model': { arg: 'ID', text: 'chat model that judges answer_relevance (LLM-as-a-judge)' },
+  injection: {
+    arg: 'exclude|quote|off',
+    text: 'results that look like prompt injection: exclude them and fetch more to fill k (default), mark them, or off',
+  },
   citations: {
     text: 'answers cite their sources ([n]); citation_precision is reported per trial (not in overall_score)',
   },
@@ -263,6 +267,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       ['Retrieval', RETRIEVAL],
       ['Query transform', QUERY_TRANSFORM],
       ['Reranking', RERANK],
+      ['Guardrails', ['injection']],
     ],
     globals: ALL_GLOBALS,
     examples: [

@@ -1,6 +1,7 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import {
+  screenedSearch,
   toGenerateResponse,
   toQueryTransform,
   toSearchHit,
@@ -105,6 +106,7 @@ export const COMMAND_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     ...QUERY_TRANSFORM_OPTIONS,
     ...RERANK_OPTIONS,
     k: { type: 'string' },
+    injection: { type: 'string' },
   },
   ask: {
     ...COLLECTION_OPTIONS,
@@ -593,11 +595,18 @@ async function cmdIngest(p: Parsed, io: Io): Promise<number> {
   });
 }
 
-function renderHits(hits: Awaited<ReturnType<Retriever['retrieve']>>, query: string, io: Io): void {
+function renderHits(
+  hits: Awaited<ReturnType<Retriever['retrieve']>>,
+  query: string,
+  io: Io,
+  flagged: ReadonlyMap<string, readonly string[]> = new Map(),
+): void {
   hits.forEach((h, i) => {
     const where = `${h.metadata.document_id} #${h.metadata.sequence_number}`;
     const heading = typeof h.metadata.headings === 'string' ? ` (${h.metadata.headings})` : '';
-    io.out(`${i + 1}. ${where}${heading}  score ${h.score?.toFixed(4) ?? '-'}`);
+    const rules = flagged.get(h.id);
+    const mark = rules ? `  [possible prompt injection: ${rules.join(', ')}]` : '';
+    io.out(`${i + 1}. ${where}${heading}  score ${h.score?.toFixed(4) ?? '-'}${mark}`);
     io.out(`   ${bestSnippet(h.text, query)}`);
   });
 }
@@ -609,27 +618,35 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
   const options = retrievalFrom(p, int(p, 'k', 5));
   const rerank = rerankFrom(p, options.numberOfChunks);
   const transform = queryTransformFrom(p, options, () => createFoundationModel(str(p, 'model')));
+  const injection = oneOf(p, 'injection', ['exclude', 'quote', 'off'] as const, 'exclude');
   return withSession(
     p,
     async (session) => {
-      const retriever = new Retriever(session.store, {
-        ...options,
-        ...(rerank && { numberOfChunks: rerank.candidates }),
-        ...(transform && { queryTransform: transform }),
-      });
-      const { chunks: candidates, queryTransform } = await retriever.retrieveWithReport(query);
-      const { chunks: hits, warning } = rerank
+      // Screened for prompt injection as POST /search is (default exclude, more fetched to fill k).
+      const screened = await screenedSearch(
+        session.store,
+        query,
+        { ...options, ...(transform && { queryTransform: transform }) },
+        rerank ? rerank.candidates : options.numberOfChunks,
+        injection,
+      );
+      const { hits: candidates, queryTransform, flaggedRules } = screened;
+      const { chunks: hits, warning: rerankWarning } = rerank
         ? await rerankOrKeepOrder(rerank.reranker, query, candidates, options.numberOfChunks)
         : { chunks: candidates, warning: undefined };
-      if (warning !== undefined) io.err(`warning: ${warning}`);
+      const warnings = [screened.warning, rerankWarning].filter((w) => w !== undefined);
+      for (const w of warnings) io.err(`warning: ${w}`);
       if (flag(p, 'json')) {
         io.out(
           // The API's POST /search answer, field for field.
           JSON.stringify({
             query,
             collection: session.store.collectionName,
-            results: hits.map(toSearchHit),
-            ...(warning !== undefined && { warnings: [warning] }),
+            results: hits.map((hit) => {
+              const rules = flaggedRules.get(hit.id);
+              return { ...toSearchHit(hit), ...(rules && { flagged_rules: rules }) };
+            }),
+            ...(warnings.length > 0 && { warnings }),
             ...(queryTransform && { query_transform: toQueryTransform(queryTransform) }),
           }),
         );
@@ -638,7 +655,7 @@ async function cmdSearch(p: Parsed, io: Io): Promise<number> {
           `no results in ${session.store.collectionName} (is it empty? run "ai4rag ingest <path>" first)`,
         );
       } else {
-        renderHits(hits, query, io);
+        renderHits(hits, query, io, flaggedRules);
       }
       return 0;
     },

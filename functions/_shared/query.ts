@@ -391,33 +391,16 @@ export async function runSearch(
   const plan = rerankPlanFor(rt.config, request, options.numberOfChunks);
   const reranker = plan && (await rerankerOf(rt, plan));
   const transform = await queryTransformFor(rt.config, request, options, () => rt.model());
-  let report: QueryTransformReport | undefined;
-  const retrieve = async (n: number): Promise<RetrievedChunk[]> => {
-    const retriever = new Retriever(store, {
-      ...options,
-      numberOfChunks: n,
-      ...(transform && { queryTransform: transform }),
-    });
-    const { chunks, queryTransform } = await retriever.retrieveWithReport(query);
-    report = addReports(report, queryTransform);
-    return chunks;
-  };
   const want = plan ? plan.candidates : options.numberOfChunks;
-  const policy = guardrailsFor(request).injection;
-  const warnings: string[] = [];
-  const flaggedRules = new Map<string, InjectionRule[]>();
-  let hits: RetrievedChunk[];
-  if (policy === 'off') {
-    hits = await retrieve(want);
-  } else {
-    const screened = await screenedTopK(retrieve, want, policy);
-    hits = screened.kept;
-    screened.rules.forEach((rules, i) => {
-      if (rules !== undefined) flaggedRules.set((hits[i] as RetrievedChunk).id, rules);
-    });
-    if (screened.flagged.length > 0)
-      warnings.push(flaggedPassagesWarning(policy === 'quote' ? 'mark' : policy, screened.flagged));
-  }
+  const screened = await screenedSearch(
+    store,
+    query,
+    { ...options, ...(transform && { queryTransform: transform }) },
+    want,
+    guardrailsFor(request).injection,
+  );
+  const { hits, flaggedRules, queryTransform: report } = screened;
+  const warnings = screened.warning === undefined ? [] : [screened.warning];
   const qt = report && { query_transform: toQueryTransform(report) };
   let results = hits;
   if (plan && reranker) {
@@ -434,6 +417,57 @@ export async function runSearch(
     }),
     ...(warnings.length > 0 && { warnings }),
     ...qt,
+  };
+}
+
+/** The result of {@link screenedSearch}. */
+export interface ScreenedSearch {
+  hits: RetrievedChunk[];
+  /** The screener's rules per kept hit id (`quote`); empty under `exclude` and `off`. */
+  flaggedRules: Map<string, InjectionRule[]>;
+  /** The guardrails warning naming the flagged passages; absent when none was flagged. */
+  warning?: string;
+  /** The query transform's report, times and tokens summed over the fetches. */
+  queryTransform?: QueryTransformReport;
+}
+
+/**
+ * The top `want` passages of a search, screened for prompt injection by `policy` (shared by POST /search and
+ * `ai4rag search`): `exclude` drops flagged ones and fetches more to fill `want` (`screenedTopK`), `quote`
+ * keeps them with their rules, `off` screens nothing.
+ */
+export async function screenedSearch(
+  store: VectorStore,
+  query: string,
+  options: RetrieverOptions,
+  want: number,
+  policy: InjectionPolicy,
+): Promise<ScreenedSearch> {
+  let report: QueryTransformReport | undefined;
+  const retrieve = async (n: number): Promise<RetrievedChunk[]> => {
+    const retriever = new Retriever(store, { ...options, numberOfChunks: n });
+    const { chunks, queryTransform } = await retriever.retrieveWithReport(query);
+    report = addReports(report, queryTransform);
+    return chunks;
+  };
+  const flaggedRules = new Map<string, InjectionRule[]>();
+  if (policy === 'off') {
+    const hits = await retrieve(want);
+    return { hits, flaggedRules, ...(report && { queryTransform: report }) };
+  }
+  const screened = await screenedTopK(retrieve, want, policy);
+  screened.rules.forEach((rules, i) => {
+    if (rules !== undefined) flaggedRules.set((screened.kept[i] as RetrievedChunk).id, rules);
+  });
+  const warning =
+    screened.flagged.length === 0
+      ? undefined
+      : flaggedPassagesWarning(policy === 'quote' ? 'mark' : policy, screened.flagged);
+  return {
+    hits: screened.kept,
+    flaggedRules,
+    ...(warning !== undefined && { warning }),
+    ...(report && { queryTransform: report }),
   };
 }
 

@@ -34,6 +34,7 @@ import { parseScoreTable, simulateOptimizer } from '../../shared/src/optimizer/s
 import { getJson, putJson } from '../../shared/src/ports/object-store.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
 import { type OptionSpec, oneOf, optInt, type Parsed, str } from './args.js';
+import { poolFor, usePool, workersOption } from './cpu-runtime.js';
 import { dryRunExperiment } from './dry-run.js';
 import { jsonLine } from './json.js';
 import { LocalExecutionError, runLocalExperiment } from './local-state-machine.js';
@@ -55,6 +56,7 @@ export const EXPERIMENT_OPTIONS: OptionSpec = {
   'record-table': { type: 'string' },
   'experiment-id': { type: 'string' },
   'trial-concurrency': { type: 'string' },
+  workers: { type: 'string' },
   'foundation-models': { type: 'string' },
   'embedding-models': { type: 'string' },
   'sample-questions': { type: 'string' },
@@ -352,6 +354,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     ...(searchSpaceFile !== undefined && { searchSpace: searchSpaceFile }),
     ...(str(p, 'prices') !== undefined && { prices: str(p, 'prices') }),
   };
+  const workers = workersOption(str(p, 'workers'));
   if (p.values['dry-run'] === true) {
     await preflightExperiment(input, files, docsPath, storeKind);
     // Before any store, runtime or model exists: the estimate calls nothing.
@@ -365,6 +368,9 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     env: { ...ENV, ...rerank.env },
     store: storeKind,
   });
+  // The trials' local embeddings in worker threads (one per core unless --workers says otherwise).
+  const pool = poolFor(workers);
+  if (pool !== undefined) usePool(runtime, pool);
   const deployed = runtime.config.deployedModels;
   let checked: Awaited<ReturnType<typeof preflightExperiment>>;
   try {
@@ -374,6 +380,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     });
   } catch (error) {
     await runtime.close();
+    await pool?.close();
     throw error;
   }
   const started = Date.now();
@@ -495,6 +502,7 @@ export async function cmdExperiment(p: Parsed, io: Io): Promise<number> {
     return 0;
   } finally {
     await runtime.close();
+    await pool?.close();
   }
 }
 

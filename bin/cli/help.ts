@@ -198,7 +198,7 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
   },
   workers: {
     arg: 'N',
-    text: 'worker threads for the local embedder and local model (default one per core; 0: none)',
+    text: 'worker threads for local embeddings (serve: and the local model); default one per core, 0: none',
   },
   // collections / documents
   yes: { text: 'do it without asking (needed when stdin is not a terminal)' },
@@ -384,6 +384,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
           'optimizer',
           'seed',
           'trial-concurrency',
+          'workers',
           'foundation-models',
           'embedding-models',
           'metric',

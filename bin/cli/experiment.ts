@@ -232,7 +232,7 @@ export async function preflightExperiment(
       files.searchSpace !== undefined ? `--search-space ${files.searchSpace}` : 'search space';
     throw new ValidationError(
       /no valid combination/.test(message)
-        ? `${label}: no configuration satisfies the search-space rules (e.g. window_size 0 needs retrieval_method simple, window_size ≥ 1 needs window; ranker_k applies to rrf, ranker_alpha to weighted)`
+        ? `${label}: no configuration satisfies the search-space rules (e.g. window_size 0 needs retrieval_method simple, window_size ≥ 1 needs window; ranker_k applies to rrf, ranker_alpha to weighted; hybrid and semantic chunking need chunk_overlap 0, the other methods > 0; hierarchical needs parent_chunk_size > chunk_size and retrieval_method simple, other methods parent_chunk_size 0)`
         : `${label}: ${message}`,
       { cause: error },
     );

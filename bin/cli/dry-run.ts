@@ -14,6 +14,8 @@ import {
   sampleBenchmark,
 } from '../../shared/src/experiment/steps.js';
 import type { TrialConfig, UsageSummary } from '../../shared/src/experiment/types.js';
+import { CITATION_INSTRUCTION } from '../../shared/src/generation/citations.js';
+import { DEFAULT_TEMPLATES } from '../../shared/src/generation/templates.js';
 import { needsPreSelection } from '../../shared/src/optimizer/preselection.js';
 import { jsonLine } from './json.js';
 
@@ -67,6 +69,13 @@ export async function estimateExperiment(
     questions,
     candidates,
     maxEvals: input.maxEvals,
+    // With citations the instruction follows the system message of every answer (as SimpleRAG sends it).
+    ...(input.citations === true && {
+      templates: {
+        ...DEFAULT_TEMPLATES,
+        system: `${DEFAULT_TEMPLATES.system}\n\n${CITATION_INSTRUCTION}`,
+      },
+    }),
     ...(input.judgeModel !== undefined && { judgeModel: input.judgeModel }),
     ...(input.prices !== undefined && { prices: input.prices }),
   });

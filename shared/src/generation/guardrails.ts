@@ -7,7 +7,9 @@
  * (overriding instructions, re-assigning the model's role, chat-template tokens, directives addressed to an AI,
  * requests to send secrets somewhere, and the same hidden in HTML comments, zero-width or Unicode tag
  * characters). Rules are tuned to fire on none of the sample corpus (`examples/docs`) nor the shared datasets'
- * documents (see `test/unit/generation/guardrails.test.ts`).
+ * documents (see `test/unit/generation/guardrails.test.ts`). Lists of passages are also screened across the seams
+ * of adjacent chunks ({@link screenPassages}), so an attempt cut by a chunk boundary is caught; searches fill their
+ * top k with clean passages ({@link screenedTopK}).
  */
 import { CONTEXT_FENCE } from './templates.js';
 import type { FoundationModel } from './types.js';

@@ -3,10 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { estimateExperiment } from '../../../bin/cli/dry-run.js';
 import { main } from '../../../bin/cli/main.js';
 import { scoreEvaluationData } from '../../../shared/src/evaluation/score.js';
 import type { EvaluationRecord, LeaderboardEntry } from '../../../shared/src/experiment/types.js';
-import { citationPrecision } from '../../../shared/src/generation/citations.js';
+import {
+  CITATION_INSTRUCTION,
+  citationPrecision,
+} from '../../../shared/src/generation/citations.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const DOCS = join(ROOT, 'examples/docs');
@@ -137,5 +141,36 @@ describe('ai4rag experiment --citations on examples/docs and examples/benchmark.
     expect(JSON.stringify(off.leaderboard)).not.toContain('citation_precision');
     expect(off.evaluation.every((r) => metric(r, 'citation_precision') === undefined)).toBe(true);
     expect(off.evaluation.every((r) => !/\[\d+\]/.test(r.answer))).toBe(true);
+  });
+});
+
+describe('ai4rag experiment --dry-run with citations', () => {
+  it('counts the citation instruction in every answer prompt', async () => {
+    // Prepare
+    const questions = JSON.parse(await readFile(BENCHMARK, 'utf8')) as unknown[];
+    const input = {
+      experimentId: 'cite-dry',
+      documentsPrefix: 'documents/',
+      benchmarkKey: 'experiments/cite-dry/input/benchmark.json',
+      maxEvals: 1,
+      searchSpace: SPACE,
+    };
+
+    // Act
+    const off = await estimateExperiment({ input, docsPath: DOCS, questions });
+    const on = await estimateExperiment({
+      input: { ...input, citations: true },
+      docsPath: DOCS,
+      questions,
+    });
+
+    // Assess: "\n\n" + the instruction, 184 characters = 46 tokens (ceil(characters / 4)) per question.
+    const extra = `\n\n${CITATION_INSTRUCTION}`.length;
+    expect(extra % 4).toBe(0);
+    const [a, b] = [off.estimate.configurations[0], on.estimate.configurations[0]];
+    expect((b?.promptTokensPerQuestion ?? 0) - (a?.promptTokensPerQuestion ?? 0)).toBe(extra / 4);
+    expect((b?.trial.prompt_tokens ?? 0) - (a?.trial.prompt_tokens ?? 0)).toBe(
+      (extra / 4) * questions.length,
+    );
   });
 });

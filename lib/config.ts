@@ -233,6 +233,9 @@ export const servingPatternSchema = z.object({
         chunk_size: z.number().int().positive(),
         chunk_overlap: z.number().int().nonnegative(),
         include_metadata: z.boolean().optional(),
+        parent_chunk_size: z.number().int().positive().optional(),
+        semantic_breakpoint: z.enum(['percentile', 'standard_deviation', 'gradient']).optional(),
+        semantic_breakpoint_amount: z.number().nonnegative().optional(),
       })
       .optional(),
     embedding: z.object({

@@ -148,6 +148,22 @@ export function keyedMemo<T>(): (key: string, create: () => Promise<T>) => Promi
   };
 }
 
+/**
+ * The method parameters of a pattern's `settings.chunking` (issue 15): `parent_chunk_size` (hierarchical),
+ * `semantic_breakpoint` and `semantic_breakpoint_amount` (semantic), where the pattern has them.
+ */
+function patternChunkingParams(c: Record<string, unknown>): Partial<ChunkingOptions> {
+  return {
+    ...(typeof c.parent_chunk_size === 'number' && { parentChunkSize: c.parent_chunk_size }),
+    ...(typeof c.semantic_breakpoint === 'string' && {
+      breakpoint: c.semantic_breakpoint as ChunkingOptions['breakpoint'],
+    }),
+    ...(typeof c.semantic_breakpoint_amount === 'number' && {
+      breakpointAmount: c.semantic_breakpoint_amount,
+    }),
+  };
+}
+
 export function runtimeConfig(fenv: FunctionEnv): RuntimeConfig {
   const p = fenv.servingPattern;
   const chunking: ChunkingOptions = p?.chunking
@@ -155,6 +171,7 @@ export function runtimeConfig(fenv: FunctionEnv): RuntimeConfig {
         method: p.chunking.method as ChunkingMethod,
         chunkSize: p.chunking.chunk_size,
         chunkOverlap: p.chunking.chunk_overlap,
+        ...patternChunkingParams(p.chunking),
       }
     : { ...DEFAULT_CHUNKING };
   const patternReranker = p?.retrieval.reranker;

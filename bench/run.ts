@@ -146,7 +146,9 @@ async function main(): Promise<void> {
   const corpus = await loadCorpus();
   const embedder = await createEmbedder(DEFAULT_EMBEDDING_MODEL);
   const chunker = createChunker(DEFAULT_CHUNKING);
-  const chunks = new Map(corpus.docs.map((d) => [d.key, chunker.chunk(d)]));
+  const chunks = new Map(
+    await Promise.all(corpus.docs.map(async (d) => [d.key, await chunker.chunk(d)] as const)),
+  );
   const chunkCount = [...chunks.values()].reduce((a, c) => a + c.length, 0);
   console.log(
     `ai4rag bench — corpus: ${corpus.name}; ${corpus.docs.length} documents, ${chunkCount} chunks`,

@@ -71,8 +71,8 @@ async function indexCorpus(paths: string[]) {
   await ingestDocuments(loaded.documents, {
     store,
     chunking: DEFAULT_CHUNKING,
-    chunk: (doc) => {
-      const out = chunker.chunk(doc);
+    chunk: async (doc) => {
+      const out = await chunker.chunk(doc);
       chunks.push(...out);
       return out;
     },

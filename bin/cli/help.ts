@@ -53,8 +53,8 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
   },
   // Indexing
   chunking: {
-    arg: 'recursive|hybrid',
-    text: `chunking method (default ${DEFAULT_CHUNKING.method})`,
+    arg: 'recursive|hybrid|fixed|semantic|hierarchical',
+    text: `chunking method (default ${DEFAULT_CHUNKING.method}); semantic embeds sentence groups, hierarchical indexes children and answers with their parent`,
   },
   'chunk-size': {
     arg: 'N',
@@ -62,7 +62,27 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
   },
   'chunk-overlap': {
     arg: 'N',
-    text: `overlap in tokens, 0..256 and < chunk-size/2; 0 for hybrid (default ${DEFAULT_CHUNKING.chunkOverlap})`,
+    text: `overlap in tokens, 0..256 and < chunk-size/2; must be 0 for hybrid and semantic (default ${DEFAULT_CHUNKING.chunkOverlap}, 0 for those)`,
+  },
+  'parent-chunk-size': {
+    arg: 'N',
+    text: 'hierarchical: parent chunk size in tokens, chunk-size+1..8192 (default 4 × chunk-size)',
+  },
+  breakpoint: {
+    arg: 'percentile|standard_deviation|gradient',
+    text: 'semantic: how breakpoints between sentence groups are chosen (default percentile)',
+  },
+  'breakpoint-amount': {
+    arg: 'X',
+    text: 'semantic: the percentile, 0..100 (default 95), or standard deviations, 0..10 (default 3)',
+  },
+  'buffer-size': {
+    arg: 'N',
+    text: 'semantic: sentences joined on each side of a sentence before embedding, 0..10 (default 1)',
+  },
+  'min-chunk-size': {
+    arg: 'N',
+    text: 'semantic: smaller chunks join a neighbour; tokens, 0..chunk-size/2 (default chunk-size/8)',
   },
   prune: { text: 'also remove stored documents no longer in the given folders' },
   // Retrieval
@@ -220,7 +240,16 @@ export interface CommandHelp {
 }
 
 const COLLECTION = ['collection', 'embedding', 'embedding-prefixes'] as const;
-const CHUNKING = ['chunking', 'chunk-size', 'chunk-overlap'] as const;
+const CHUNKING = [
+  'chunking',
+  'chunk-size',
+  'chunk-overlap',
+  'parent-chunk-size',
+  'breakpoint',
+  'breakpoint-amount',
+  'buffer-size',
+  'min-chunk-size',
+] as const;
 const RETRIEVAL = [
   'k',
   'search-mode',
@@ -257,6 +286,8 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     examples: [
       'ai4rag ingest examples/docs',
       'ai4rag ingest examples/docs --chunk-size 256 --json',
+      'ai4rag ingest examples/docs --chunking semantic --breakpoint percentile --breakpoint-amount 90',
+      'ai4rag ingest examples/docs --chunking hierarchical --chunk-size 128 --parent-chunk-size 1024',
     ],
   },
   search: {

@@ -6,8 +6,18 @@ import {
   toQueryTransform,
   toSearchHit,
 } from '../../functions/_shared/query.js';
-import { createChunker } from '../../shared/src/chunking/index.js';
-import type { ChunkingMethod, ChunkingOptions } from '../../shared/src/chunking/types.js';
+import {
+  CHUNKING_METHODS,
+  createChunker,
+  METHOD_LIMITS,
+  SEMANTIC_BREAKPOINTS,
+  validateChunkingOptions,
+} from '../../shared/src/chunking/index.js';
+import type {
+  ChunkingMethod,
+  ChunkingOptions,
+  SemanticBreakpoint,
+} from '../../shared/src/chunking/types.js';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import {
   DEFAULT_CHUNKING,
@@ -86,6 +96,11 @@ const CHUNKING_OPTIONS: OptionSpec = {
   chunking: { type: 'string' },
   'chunk-size': { type: 'string' },
   'chunk-overlap': { type: 'string' },
+  'parent-chunk-size': { type: 'string' },
+  breakpoint: { type: 'string' },
+  'breakpoint-amount': { type: 'string' },
+  'buffer-size': { type: 'string' },
+  'min-chunk-size': { type: 'string' },
 };
 const RETRIEVAL: OptionSpec = {
   'search-mode': { type: 'string' },
@@ -311,31 +326,60 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   }
 }
 
+/** The chunking options' names as the flags that set them, for error messages. */
+const CHUNKING_FLAG_NAMES: readonly [RegExp, string][] = [
+  [/\bchunkSize\b/g, '--chunk-size'],
+  [/\bchunkOverlap\b/g, '--chunk-overlap'],
+  [/\bparentChunkSize\b/g, '--parent-chunk-size'],
+  [/\bbreakpointAmount\b/g, '--breakpoint-amount'],
+  [/\bbreakpoint\b(?!-)/g, '--breakpoint'],
+  [/\bbufferSize\b/g, '--buffer-size'],
+  [/\bminChunkSize\b/g, '--min-chunk-size'],
+  [/^Hybrid chunking/, '--chunking hybrid'],
+  [/^Semantic chunking/, '--chunking semantic'],
+  [/^Hierarchical chunking/, '--chunking hierarchical'],
+];
+
 function chunkingFrom(p: Parsed): ChunkingOptions {
-  const method = oneOf<ChunkingMethod>(
-    p,
-    'chunking',
-    ['recursive', 'hybrid'],
-    DEFAULT_CHUNKING.method,
-  );
-  const defaultOverlap = method === 'hybrid' ? 0 : DEFAULT_CHUNKING.chunkOverlap;
-  const options = {
+  const method = oneOf<ChunkingMethod>(p, 'chunking', CHUNKING_METHODS, DEFAULT_CHUNKING.method);
+  const defaultOverlap =
+    method === 'hybrid' || method === 'semantic' ? 0 : DEFAULT_CHUNKING.chunkOverlap;
+  const chunkSize = int(p, 'chunk-size', DEFAULT_CHUNKING.chunkSize);
+  const options: ChunkingOptions = {
     method,
-    chunkSize: int(p, 'chunk-size', DEFAULT_CHUNKING.chunkSize),
+    chunkSize,
     chunkOverlap: int(p, 'chunk-overlap', defaultOverlap),
   };
-  // The chunker checks the values; checked here, before any store opens, and named as the flags.
+  const parentChunkSize = optInt(p, 'parent-chunk-size');
+  const breakpoint = str(p, 'breakpoint');
+  const breakpointAmount = optNum(p, 'breakpoint-amount');
+  const bufferSize = optInt(p, 'buffer-size');
+  const minChunkSize = optInt(p, 'min-chunk-size');
+  if (breakpoint !== undefined) {
+    options.breakpoint = oneOf<SemanticBreakpoint>(
+      p,
+      'breakpoint',
+      SEMANTIC_BREAKPOINTS,
+      METHOD_LIMITS.DEFAULT_BREAKPOINT,
+    );
+  }
+  if (breakpointAmount !== undefined) options.breakpointAmount = breakpointAmount;
+  if (bufferSize !== undefined) options.bufferSize = bufferSize;
+  if (minChunkSize !== undefined) options.minChunkSize = minChunkSize;
+  if (parentChunkSize !== undefined) options.parentChunkSize = parentChunkSize;
+  else if (method === 'hierarchical') {
+    // Default parent: four children's worth.
+    options.parentChunkSize = Math.min(METHOD_LIMITS.MAX_PARENT_CHUNK_SIZE, 4 * chunkSize);
+  }
+  // Checked here, before any store opens, and named as the flags.
   try {
-    createChunker(options);
+    validateChunkingOptions(options);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    throw new ValidationError(
-      error.message
-        .replace(/\bchunkSize\b/g, '--chunk-size')
-        .replace(/\bchunkOverlap\b/g, '--chunk-overlap')
-        .replace(/^Hybrid chunking/, '--chunking hybrid'),
-      { cause: error },
-    );
+    let message = error.message;
+    for (const [pattern, flagName] of CHUNKING_FLAG_NAMES)
+      message = message.replace(pattern, flagName);
+    throw new ValidationError(message, { cause: error });
   }
   return options;
 }
@@ -489,7 +533,7 @@ async function ingestPaths(
   io: Io,
 ) {
   const started = performance.now();
-  const chunker = createChunker(chunking);
+  const chunker = createChunker(chunking, { embedder: session.embedder });
   const absolute = paths.map((x) => resolve(x));
   if (opts.prune) {
     for (const path of absolute) {
@@ -555,6 +599,8 @@ async function ingestPaths(
     pruned: summary.pruned,
     kept: summary.kept,
     ...(summary.index && { index: summary.index }),
+    // What semantic chunking cost: sentence groups embedded (each once), cache hits, tokens, milliseconds.
+    ...(chunking.method === 'semantic' && { chunkingCost: chunker.cost() }),
     failures: [
       ...loadFailures.map((f) => ({ documentId: f.key, reason: f.reason, message: f.message })),
       ...summary.documents
@@ -586,6 +632,9 @@ async function cmdIngest(p: Parsed, io: Io): Promise<number> {
             : '') +
           (r.skipped > 0 ? `, ${r.skipped} files skipped` : '') +
           `; ${r.chunksEmbedded} chunks embedded in ${r.seconds}s` +
+          (r.chunkingCost
+            ? `; semantic chunking embedded ${r.chunkingCost.embedded} sentence groups (${r.chunkingCost.cacheHits} cached, ${r.chunkingCost.tokens} tokens) in ${(r.chunkingCost.ms / 1000).toFixed(2)}s`
+            : '') +
           (r.pruned.length > 0 ? `; pruned ${r.pruned.length}` : '') +
           (r.kept.length > 0 ? `; kept ${r.kept.length} unreadable` : ''),
       );

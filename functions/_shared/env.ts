@@ -30,7 +30,7 @@ export type FunctionStoreKind = 'pgvector' | 'milvus' | 'pglite';
 export const ServingPatternSchema = z.object({
   chunking: z
     .object({
-      method: z.enum(['recursive', 'hybrid']),
+      method: z.enum(['recursive', 'hybrid', 'fixed', 'semantic', 'hierarchical']),
       chunk_size: z.number().int().min(1),
       chunk_overlap: z.number().int().min(0),
     })

@@ -99,7 +99,7 @@ export async function expectedVersions(dirs: readonly string[], into: Versions =
       }
       byHash.set(
         doc.contentHash,
-        chunker.chunk(doc).map((c) => c.id),
+        (await chunker.chunk(doc)).map((c) => c.id),
       );
     }
   }

@@ -5,7 +5,7 @@
  * same functions run as Lambdas (S3) and locally (a folder), and a re-run with the same experiment id resumes.
  */
 import { randomBytes } from 'node:crypto';
-import { chunkDocument } from '../chunking/chunker.js';
+import { createChunker } from '../chunking/chunker.js';
 import type { AI4RAGChunk } from '../chunking/types.js';
 import { buildKeyIndex, resolveDocumentKey, unmatchedKeyMessage } from '../documents/keys.js';
 import { loadBytes } from '../documents/load.js';
@@ -765,7 +765,8 @@ export async function indexTrial(
     }
     const documents = await readDocuments(deps.artifacts, ref.prefix);
     const chunks: AI4RAGChunk[] = [];
-    for (const doc of documents) chunks.push(...chunkDocument(doc, settings.chunking));
+    const chunker = createChunker(settings.chunking, { embedder });
+    for (const doc of documents) chunks.push(...(await chunker.chunk(doc)));
     await putJson(
       deps.artifacts,
       keys.indexUsage(ref.trialId),

@@ -531,11 +531,13 @@ export async function chunkRequest(
     if (error instanceof WriteEndedError) return [];
     throw error;
   }
-  let chunks: ReturnType<ReturnType<typeof createChunker>['chunk']>;
+  let chunks: Awaited<ReturnType<ReturnType<typeof createChunker>['chunk']>>;
   try {
-    chunks = createChunker(chunking).chunk(doc);
+    chunks = await createChunker(chunking, { embedder }).chunk(doc);
   } catch (error) {
     await store.abortWrite(version);
+    // Semantic chunking calls the embedder: its outages are retried like the embed step's, not a broken document.
+    if (!(error instanceof ValidationError)) throw error;
     await markFailed(rt, request.collection, doc.key, request.sourceKey, (error as Error).message, {
       contentHash: request.contentHash,
       ...(request.sequencer !== undefined && { sequencer: request.sequencer }),

@@ -1,3 +1,4 @@
+import { resolveSemanticOptions } from '../chunking/limits.js';
 import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import type { LoadedDocument } from '../documents/types.js';
 import type {
@@ -31,7 +32,7 @@ export interface IngestOptions {
   store: VectorStore;
   chunking: ChunkingOptions;
   /** Splits one document; the caller binds the chunking options (see `createChunker`). */
-  chunk: (doc: LoadedDocument) => AI4RAGChunk[];
+  chunk: (doc: LoadedDocument) => AI4RAGChunk[] | Promise<AI4RAGChunk[]>;
   onProgress?: (progress: IngestProgress) => void;
   /** Also delete stored documents whose keys are not among `docs` (folder sync). @default false */
   prune?: boolean;
@@ -79,7 +80,11 @@ const SYSTEMIC_FAILURES = 2;
 
 /** Key recorded with each document so a change of chunking settings re-indexes it. */
 export function indexingKey(chunking: ChunkingOptions): string {
-  return `${chunking.method}:${chunking.chunkSize}:${chunking.chunkOverlap}`;
+  const base = `${chunking.method}:${chunking.chunkSize}:${chunking.chunkOverlap}`;
+  if (chunking.method === 'hierarchical') return `${base}:parent${chunking.parentChunkSize}`;
+  if (chunking.method !== 'semantic') return base;
+  const s = resolveSemanticOptions(chunking);
+  return `${base}:${s.breakpoint}${s.breakpointAmount}:buffer${s.bufferSize}:min${s.minChunkSize}`;
 }
 
 /**
@@ -244,7 +249,7 @@ export async function ingestDocuments(
     }
     let chunks: AI4RAGChunk[];
     try {
-      chunks = options.chunk(doc);
+      chunks = await options.chunk(doc);
     } catch (error) {
       results.push({
         documentId: doc.key,

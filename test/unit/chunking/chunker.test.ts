@@ -57,7 +57,7 @@ describe('chunkDocuments', () => {
 });
 
 describe('createChunker', () => {
-  it('validates once up front and chunks like chunkDocument', () => {
+  it('validates once up front and chunks like chunkDocument', async () => {
     // Prepare
     const opts = { method: 'hybrid', chunkSize: 256, chunkOverlap: 0 } as const;
     const doc = textDoc('h.md', '', [
@@ -71,8 +71,9 @@ describe('createChunker', () => {
     // Assess
     expect(Object.isFrozen(chunker.options)).toBe(true);
     expect(chunker.options).toEqual(opts);
-    expect(chunker.chunk(doc)).toEqual(chunkDocument(doc, opts));
-    expect(chunker.chunk(doc)[0]?.text).toBe('Title\nBody.');
+    expect(await chunker.chunk(doc)).toEqual(chunkDocument(doc, opts));
+    expect((await chunker.chunk(doc))[0]?.text).toBe('Title\nBody.');
+    expect(chunker.cost()).toEqual({ groups: 0, embedded: 0, cacheHits: 0, tokens: 0, ms: 0 });
     expect(() => createChunker({ method: 'recursive', chunkSize: 64, chunkOverlap: 0 })).toThrow(
       /chunkSize 64 is invalid/,
     );

@@ -114,11 +114,11 @@ describe('validateChunkingOptions', () => {
 
   it('rejects an unknown method and lists the allowed ones', () => {
     // Act
-    const error = invalid({ method: 'semantic', chunkSize: 512, chunkOverlap: 0 });
+    const error = invalid({ method: 'llm', chunkSize: 512, chunkOverlap: 0 });
 
     // Assess
     expect(error.message).toBe(
-      "Unknown chunking method 'semantic'; allowed: 'recursive', 'hybrid'.",
+      "Unknown chunking method 'llm'; allowed: 'recursive', 'hybrid', 'fixed', 'semantic', 'hierarchical'.",
     );
   });
 

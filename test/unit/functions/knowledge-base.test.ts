@@ -112,7 +112,9 @@ describe('knowledge-base handlers (ingest → chunk → embed-batch)', () => {
     await ingest(getTestEvent<SQSEvent>('sqs-s3-object-created'), context);
     const requests = sentBodies(sqsMock, 'chunk');
     sqsMock.resetHistory();
-    const expected = createChunker(DEFAULT_CHUNKING).chunk(JSON.parse(requests[0] ?? '').document);
+    const expected = await createChunker(DEFAULT_CHUNKING).chunk(
+      JSON.parse(requests[0] ?? '').document,
+    );
 
     // Act
     const out = await chunk(sqsEvent(requests), context);
@@ -135,8 +137,10 @@ describe('knowledge-base handlers (ingest → chunk → embed-batch)', () => {
     await ingest(getTestEvent<SQSEvent>('sqs-s3-object-created'), context);
     await chunk(sqsEvent(sentBodies(sqsMock, 'chunk')), context);
     const embedEvent = sqsEvent(sentBodies(sqsMock, 'embed'));
-    const expectedChunks = createChunker(DEFAULT_CHUNKING).chunk(
-      JSON.parse(sentBodies(sqsMock, 'chunk')[0] ?? '').document,
+    const expectedChunks = (
+      await createChunker(DEFAULT_CHUNKING).chunk(
+        JSON.parse(sentBodies(sqsMock, 'chunk')[0] ?? '').document,
+      )
     ).length;
 
     // Act
@@ -237,9 +241,11 @@ describe('knowledge-base handlers (ingest → chunk → embed-batch)', () => {
     // Prepare
     const collection = 'ai4rag_trial_t1';
     const doc = { key: 'faq.txt', text: FAQ, blocks: [], contentHash: sha256(FAQ), format: 'txt' };
-    const chunks = createChunker({ method: 'recursive', chunkSize: 128, chunkOverlap: 0 }).chunk(
-      doc as never,
-    );
+    const chunks = await createChunker({
+      method: 'recursive',
+      chunkSize: 128,
+      chunkOverlap: 0,
+    }).chunk(doc as never);
     const [batchKey] = await writeChunkBatches(
       rt.objectStore,
       'experiments/e1/trials/t1/batches',

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createChunker } from '../chunking/chunker.js';
-import type { AI4RAGChunk } from '../chunking/types.js';
+import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import { buildKeyIndex, resolveDocumentKey, unmatchedKeyMessage } from '../documents/keys.js';
 import { loadBytes } from '../documents/load.js';
 import type { LoadedDocument } from '../documents/types.js';
@@ -739,6 +739,14 @@ async function indexUsable(
   }
 }
 
+/** The method parameters of a trial's chunking, for its log line (hierarchical parents, semantic breakpoints). */
+function chunkingDetails(c: ChunkingOptions): string {
+  if (c.method === 'hierarchical') return `, parent_chunk_size: ${c.parentChunkSize}`;
+  if (c.method !== 'semantic') return '';
+  const bp = c.breakpoint ?? 'percentile (default)';
+  return `, breakpoint: ${bp}${c.breakpointAmount === undefined ? '' : ` ${c.breakpointAmount}`}`;
+}
+
 /**
  * The index state of a trial: reuses the index of equal indexing params (this experiment's or an earlier one's on
  * the same documents), or chunks the documents and writes the chunk batches that the embed-batch function embeds
@@ -767,18 +775,19 @@ export async function indexTrial(
     const chunks: AI4RAGChunk[] = [];
     const chunker = createChunker(settings.chunking, { embedder });
     for (const doc of documents) chunks.push(...(await chunker.chunk(doc)));
-    await putJson(
-      deps.artifacts,
-      keys.indexUsage(ref.trialId),
-      embeddingUsage(
-        settings.embeddingModel,
-        chunks.map((c) => c.text),
-      ),
+    // Semantic chunking embeds sentence groups before the chunks: their texts and tokens are this index's too.
+    const usage = embeddingUsage(
+      settings.embeddingModel,
+      chunks.map((c) => c.text),
     );
+    const chunkingCost = chunker.cost();
+    usage.calls += chunkingCost.embedded;
+    usage.promptTokens += chunkingCost.tokens;
+    await putJson(deps.artifacts, keys.indexUsage(ref.trialId), usage);
     const c = settings.chunking;
     log.emit(
       'info',
-      `Chunking documents using the ${c.method} method, chunk_size: ${c.chunkSize} and chunk_overlap: ${c.chunkOverlap}.`,
+      `Chunking documents using the ${c.method} method, chunk_size: ${c.chunkSize} and chunk_overlap: ${c.chunkOverlap}${chunkingDetails(c)}.`,
       'chunking',
     );
     // Creates the collection once, before batches are embedded concurrently.

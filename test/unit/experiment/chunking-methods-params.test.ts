@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { parseServingPattern } from '../../../functions/_shared/env.js';
+import { runtimeConfig } from '../../../functions/_shared/runtime-common.js';
 import {
   chunkingOptions,
   indexingParams,
@@ -108,6 +110,42 @@ describe('chunking methods in trial settings (issue 15)', () => {
     );
     expect(key(HIERARCHICAL)).not.toBe(key({ ...HIERARCHICAL, parent_chunk_size: 2048 }));
   });
+});
+
+describe('chunking methods in a served pattern (issue 15)', () => {
+  it.each([
+    [
+      HIERARCHICAL,
+      { method: 'hierarchical', chunkSize: 256, chunkOverlap: 32, parentChunkSize: 1024 },
+    ],
+    [
+      SEMANTIC,
+      {
+        method: 'semantic',
+        chunkSize: 256,
+        chunkOverlap: 0,
+        breakpoint: 'gradient',
+        breakpointAmount: 90,
+      },
+    ],
+    [RECURSIVE, { method: 'recursive', chunkSize: 256, chunkOverlap: 64 }],
+  ])(
+    'pattern.json settings of %j give the runtime the same chunking options',
+    (config, expected) => {
+      // Prepare
+      const settings = patternSettings(trialSettings(config), 'pglite', 'ai4rag_x', 384);
+      // Act
+      const runtime = runtimeConfig({
+        store: 'pglite',
+        collection: 'ai4rag_x',
+        queueUrls: {},
+        servingPattern: parseServingPattern(JSON.stringify({ name: 'Pattern1', settings })),
+      });
+      // Assess
+      expect(runtime.chunking).toEqual(expected);
+      expect(runtime.chunking).toEqual(chunkingOptions(config));
+    },
+  );
 });
 
 describe('chunking methods in the report effects (issue 15)', () => {

@@ -808,7 +808,7 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
     if (!json) {
       io.out(
         `indexed ${ingest.indexed} documents (${ingest.chunksEmbedded} chunks) with ${chunking.method} ` +
-          `${chunking.chunkSize}/${chunking.chunkOverlap}, ${session.embedder.modelId}; ` +
+          `${chunking.chunkSize}/${chunking.chunkOverlap}${chunking.parentChunkSize === undefined ? '' : ` (parents ${chunking.parentChunkSize})`}, ${session.embedder.modelId}; ` +
           `retrieval ${options.searchMode}${options.rankerStrategy ? `/${options.rankerStrategy}` : ''}` +
           (evaluation.skipped > 0
             ? `; ${evaluation.skipped} questions without gold documents skipped`

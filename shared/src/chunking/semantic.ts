@@ -276,6 +276,7 @@ export class SemanticChunker {
       first = cut + 1;
     }
     mergeSmall(text, units, distances, chunkSize, minChunkSize);
+    rebalanceSmall(text, sentences, units, distances, chunkSize, minChunkSize);
     return units.map((u, i) => {
       const sequenceNumber = i + 1;
       const chunkText = text.slice(u.start, u.end);
@@ -374,6 +375,65 @@ function mergeSmall(
       const r = right as Unit;
       units.splice(i, 2, { start: u.start, end: r.end, first: u.first, last: r.last });
     } else i += 1;
+  }
+}
+
+/**
+ * A unit still under `minChunkSize` (no neighbour had room for it) takes sentences from a neighbour instead: the unit
+ * and its closer neighbour (then the other) are re-cut at the sentence boundary with the largest distance that leaves
+ * both sides within `minChunkSize..chunkSize`. Pieces of one long sentence have no inner boundary and are left as they
+ * are, so a unit stays small only next to such pieces (or alone, in a document shorter than the minimum).
+ */
+function rebalanceSmall(
+  text: string,
+  sentences: readonly Sentence[],
+  units: Unit[],
+  distances: readonly number[],
+  chunkSize: number,
+  minChunkSize: number,
+): void {
+  const tokens = (start: number, end: number) => approxTokens(text.slice(start, end));
+  const whole = (u: Unit) =>
+    u.start === (sentences[u.first] as Sentence).start &&
+    u.end === (sentences[u.last] as Sentence).end;
+  const fits = (n: number) => n >= minChunkSize && n <= chunkSize;
+  for (let i = 0; i < units.length; i++) {
+    const u = units[i] as Unit;
+    if (tokens(u.start, u.end) >= minChunkSize || !whole(u)) continue;
+    const neighbours = [i - 1, i + 1]
+      .filter((j) => j >= 0 && j < units.length && whole(units[j] as Unit))
+      .sort((a, b) => {
+        const gap = (j: number) => distances[j < i ? (units[j] as Unit).last : u.last] as number;
+        return gap(a) - gap(b) || a - b;
+      });
+    for (const j of neighbours) {
+      const [left, right] = j < i ? [units[j] as Unit, u] : [u, units[j] as Unit];
+      let best: number | undefined;
+      for (let k = left.first; k < right.last; k++) {
+        const a = tokens(left.start, (sentences[k] as Sentence).end);
+        const b = tokens((sentences[k + 1] as Sentence).start, right.end);
+        if (
+          fits(a) &&
+          fits(b) &&
+          (best === undefined || (distances[k] as number) > (distances[best] as number))
+        )
+          best = k;
+      }
+      if (best === undefined) continue;
+      const cut = best;
+      units.splice(
+        Math.min(i, j),
+        2,
+        { start: left.start, end: (sentences[cut] as Sentence).end, first: left.first, last: cut },
+        {
+          start: (sentences[cut + 1] as Sentence).start,
+          end: right.end,
+          first: cut + 1,
+          last: right.last,
+        },
+      );
+      break;
+    }
   }
 }
 

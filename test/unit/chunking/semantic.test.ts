@@ -235,6 +235,27 @@ describe('semantic chunking with a fixed embedder', () => {
     ]);
   });
 
+  it('lets a small chunk take sentences from its closer neighbour when no neighbour has room', async () => {
+    // Prepare: Ant (260 chars) + Asp (240) = 501 chars (126 tokens), Bee 20 chars, Cat 500 chars. Distances
+    // [0, 1, 1]; p40 = 0.8 breaks before Bee and before Cat; Bee (5 tokens) is under the minimum 64 and neither
+    // neighbour has room for it (522 and 521 chars > 512).
+    const ant = `Ant ${'a'.repeat(255)}.`;
+    const asp = `Asp ${'s'.repeat(235)}.`;
+    const bee = `Bee ${'b'.repeat(15)}.`;
+    const cat = `Cat ${'c'.repeat(495)}.`;
+    const embedder = new TableEmbedder({ Ant: [1, 0], Asp: [1, 0], Bee: [0, 1], Cat: [1, 0] });
+    const chunker = createChunker(semantic({ breakpointAmount: 40, minChunkSize: 64 }), {
+      embedder,
+    });
+
+    // Act
+    const chunks = await chunker.chunk(textDoc('r.txt', [ant, asp, bee, cat].join(' ')));
+
+    // Assess: re-cut after Ant (65 tokens | 66 tokens); the only other cut (after Asp) leaves Bee alone.
+    expect(chunks.map((c) => c.text)).toEqual([ant, `${asp} ${bee}`, cat]);
+    expect(chunks.map((c) => approxTokens(c.text))).toEqual([65, 66, 125]);
+  });
+
   it('numbers chunks with ids, start_index and user metadata', async () => {
     // Prepare
     const doc = { ...textDoc('m.txt', `  ${TEXT}\n`), metadata: { team: 'hr' } };

@@ -228,8 +228,7 @@ async function loadOnce(options: ServeLoadOptions): Promise<LoadResult> {
     let errors = 0;
     // The slowest request, and when (seconds into the load) it was sent: a stall shows as one outlier.
     let slowest = { ms: 0, at: 0 };
-    const loadStart = performance.now();
-    const deadline = loadStart + options.seconds * 1000;
+    let slowestProbe = { ms: 0, at: 0 };
     const client = async (c: number) => {
       for (let i = c; performance.now() < deadline; i += options.connections) {
         const body = JSON.stringify({ [field]: queries[i % queries.length], k: 5 });
@@ -242,25 +241,40 @@ async function loadOnce(options: ServeLoadOptions): Promise<LoadResult> {
       }
     };
     // The prober in a process of its own, as a load balancer is: this process's event loop is busy with the load.
-    const prober = async () => {
-      const script = `const http = require('node:http');
-        const end = Date.now() + ${options.seconds * 1000}; const out = [];
-        const once = () => new Promise((ok) => { const t0 = performance.now();
-          http.get(${JSON.stringify(`${server.url}/health`)}, { agent: false }, (res) => {
-            res.resume(); res.on('end', () => { out.push(performance.now() - t0); ok(); }); })
-            .on('error', () => { out.push(Number.NaN); ok(); }); });
-        (async () => { while (Date.now() < end) { await once(); await new Promise((r) => setTimeout(r, 250)); }
-          process.stdout.write(JSON.stringify(out)); })();`;
-      const child = spawn(process.execPath, ['-e', script], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      let text = '';
-      child.stdout?.on('data', (c: Buffer) => {
+    // It warms up (its own first request pays for loading http and a cold JIT) and says so before the load starts.
+    const script = `const http = require('node:http');
+      const once = () => new Promise((ok) => { const t0 = performance.now();
+        http.get(${JSON.stringify(`${server.url}/health`)}, { agent: false }, (res) => {
+          res.resume(); res.on('end', () => ok(performance.now() - t0)); }).on('error', () => ok(null)); });
+      (async () => {
+        await once(); process.stdout.write('ready\\n');
+        await new Promise((go) => process.stdin.once('data', go));
+        const start = Date.now(); const end = start + ${options.seconds * 1000}; const out = [];
+        while (Date.now() < end) { const at = (Date.now() - start) / 1000; out.push([at, await once()]);
+          await new Promise((r) => setTimeout(r, 250)); }
+        process.stdout.write(JSON.stringify(out)); process.exit(0); })();`;
+    const probe = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let text = '';
+    await new Promise<void>((ready, fail) => {
+      probe.stdout.on('data', (c: Buffer) => {
         text += c.toString('utf8');
+        if (text.startsWith('ready\n')) {
+          text = text.slice('ready\n'.length);
+          ready();
+        }
       });
-      await new Promise((r) => child.once('exit', r));
-      for (const ms of JSON.parse(text || '[]') as number[]) health.push(ms);
+      probe.once('exit', (code) => fail(new Error(`the health prober exited with ${code}`)));
+    });
+    const prober = async () => {
+      await new Promise((r) => probe.once('exit', r));
+      for (const [at, ms] of JSON.parse(text || '[]') as [number, number | null][]) {
+        health.push(ms ?? Number.NaN);
+        if (ms !== null && ms > slowestProbe.ms) slowestProbe = { ms, at };
+      }
     };
+    const loadStart = performance.now();
+    const deadline = loadStart + options.seconds * 1000;
+    probe.stdin.write('go\n');
     const started = performance.now();
     await Promise.all([
       ...Array.from({ length: options.connections }, (_, c) => client(c)),
@@ -277,7 +291,7 @@ async function loadOnce(options: ServeLoadOptions): Promise<LoadResult> {
     console.log(
       `serve  --workers ${workers}, --concurrency ${options.concurrency ?? 'default (4)'}, ${options.connections} connections, POST /${options.route} on 1,000 chunks (PGlite): ${f(latencies.length / seconds)} requests/s, ` +
         `p50 ${f(p(50))} / p95 ${f(p(95))} / p99 ${f(p(99))} ms (p99/p50 ${(p(99) / p(50)).toFixed(2)}), slowest ${f(slowest.ms)} ms (sent ${slowest.at.toFixed(1)} s in), ${errors} errors; ` +
-        `first query after ingest ${f(firstMs)} ms; health check on a new connection: p50 ${f(percentile(health, 50))} / p99 ${f(percentile(health, 99))} / max ${f(health.at(-1) ?? Number.NaN)} ms (${health.length} probes)`,
+        `first query after ingest ${f(firstMs)} ms; health check on a new connection: p50 ${f(percentile(health, 50))} / p99 ${f(percentile(health, 99))} / max ${f(health.at(-1) ?? Number.NaN)} ms (sent ${slowestProbe.at.toFixed(1)} s in; ${health.length} probes)`,
     );
     return {
       workers: options.workers !== undefined ? String(options.workers) : 'default',

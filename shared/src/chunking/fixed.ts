@@ -68,8 +68,9 @@ export function splitFixed(text: string, options: FixedSplitOptions): TextSpan[]
     );
   }
   const words = wordsOf(text);
+  // approxTokens of the slice from word i to word j, without the slice.
   const tokens = (i: number, j: number) =>
-    approxTokens(text.slice((words[i] as Word).start, (words[j] as Word).end));
+    Math.ceil(((words[j] as Word).end - (words[i] as Word).start) / CHARS_PER_TOKEN);
   const spans: TextSpan[] = [];
   let i = 0;
   while (i < words.length) {

@@ -311,7 +311,7 @@ export class SemanticChunker {
       const [a, b] = stack.pop() as [number, number];
       const start = (sentences[a] as Sentence).start;
       const end = (sentences[b] as Sentence).end;
-      if (approxTokens(text.slice(start, end)) <= chunkSize) {
+      if (Math.ceil((end - start) / CHARS_PER_TOKEN) <= chunkSize) {
         units.push({ start, end, first: a, last: b });
         continue;
       }
@@ -348,7 +348,8 @@ function mergeSmall(
   chunkSize: number,
   minChunkSize: number,
 ): void {
-  const tokens = (start: number, end: number) => approxTokens(text.slice(start, end));
+  /** `approxTokens` of `text.slice(start, end)`, without the slice. */
+  const tokens = (start: number, end: number) => Math.ceil((end - start) / CHARS_PER_TOKEN);
   const gap = (left: Unit, right: Unit) =>
     left.last === right.first ? -1 : (distances[left.last] as number);
   let i = 0;
@@ -392,7 +393,8 @@ function rebalanceSmall(
   chunkSize: number,
   minChunkSize: number,
 ): void {
-  const tokens = (start: number, end: number) => approxTokens(text.slice(start, end));
+  /** `approxTokens` of `text.slice(start, end)`, without the slice. */
+  const tokens = (start: number, end: number) => Math.ceil((end - start) / CHARS_PER_TOKEN);
   const whole = (u: Unit) =>
     u.start === (sentences[u.first] as Sentence).start &&
     u.end === (sentences[u.last] as Sentence).end;

@@ -275,8 +275,8 @@ export class SemanticChunker {
       this.bound(text, sentences, distances, first, cut, units);
       first = cut + 1;
     }
-    mergeSmall(text, units, distances, chunkSize, minChunkSize);
-    rebalanceSmall(text, sentences, units, distances, chunkSize, minChunkSize);
+    mergeSmall(units, distances, chunkSize, minChunkSize);
+    rebalanceSmall(sentences, units, distances, chunkSize, minChunkSize);
     return units.map((u, i) => {
       const sequenceNumber = i + 1;
       const chunkText = text.slice(u.start, u.end);
@@ -342,7 +342,6 @@ export class SemanticChunker {
  * minimum; otherwise both neighbours are nearly full).
  */
 function mergeSmall(
-  text: string,
   units: Unit[],
   distances: readonly number[],
   chunkSize: number,
@@ -386,7 +385,6 @@ function mergeSmall(
  * are, so a unit stays small only next to such pieces (or alone, in a document shorter than the minimum).
  */
 function rebalanceSmall(
-  text: string,
   sentences: readonly Sentence[],
   units: Unit[],
   distances: readonly number[],

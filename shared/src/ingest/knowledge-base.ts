@@ -19,6 +19,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { createChunker } from '../chunking/index.js';
+import type { ChunkingCost } from '../chunking/semantic.js';
 import type { ChunkingOptions } from '../chunking/types.js';
 import { detectFormat, loadBytes } from '../documents/load.js';
 import type { LoadedDocument, LoadResult } from '../documents/types.js';
@@ -296,6 +297,17 @@ async function attachObjectMetadata(
   return { ...loaded, documents: loaded.documents.map((d) => withUserMetadata(d, metadata)) };
 }
 
+/** A chunking cost in the API's naming. */
+function snakeCost(c: ChunkingCost) {
+  return {
+    groups: c.groups,
+    embedded: c.embedded,
+    cache_hits: c.cacheHits,
+    tokens: c.tokens,
+    ms: c.ms,
+  };
+}
+
 /**
  * Handles an ObjectCreated notification: parses the object, skips documents whose content hash and indexing
  * settings are already stored, and sends the others to the chunk queue (large documents as an object key).
@@ -532,8 +544,10 @@ export async function chunkRequest(
     throw error;
   }
   let chunks: Awaited<ReturnType<ReturnType<typeof createChunker>['chunk']>>;
+  let chunker: ReturnType<typeof createChunker> | undefined;
   try {
-    chunks = await createChunker(chunking, { embedder }).chunk(doc);
+    chunker = createChunker(chunking, { embedder });
+    chunks = await chunker.chunk(doc);
   } catch (error) {
     await store.abortWrite(version);
     // Semantic chunking calls the embedder: its outages are retried like the embed step's, not a broken document.
@@ -554,6 +568,8 @@ export async function chunkRequest(
       format: doc.format,
       source_key: request.sourceKey,
       ...(doc.title && { title: doc.title }),
+      // What semantic chunking cost for this document (sentence groups embedded, cache hits, tokens, ms).
+      ...(chunking.method === 'semantic' && { chunking_cost: snakeCost(chunker.cost()) }),
     },
   };
   // One folder per write: two uploads of the same content in flight never count each other's batches.

@@ -14,6 +14,7 @@ import { DEFAULT_EMBEDDING_MODEL } from '../../../shared/src/embeddings/factory.
 import type { Embedder } from '../../../shared/src/embeddings/types.js';
 import { readChunkBatch } from '../../../shared/src/ingest/batches.js';
 import { readStatus } from '../../../shared/src/ingest/knowledge-base.js';
+import { getJson } from '../../../shared/src/ports/object-store.js';
 import {
   COLLECTION,
   context,
@@ -85,6 +86,17 @@ describe('chunk function with semantic chunking', () => {
     expect(batch.chunking).toEqual(SEMANTIC);
     expect(batch.chunks.map((c) => c.text)).toEqual(expected.map((c) => c.text));
     expect(expected.length).toBeGreaterThan(1);
+    // The document record (committed once embedded) says what semantic chunking cost.
+    const manifest = await getJson<{ record: { metadata: Record<string, unknown> } }>(
+      rt.objectStore,
+      batch.manifestKey ?? '',
+    );
+    const sentences = 6; // three headings and three sentences
+    expect(manifest.record.metadata.chunking_cost).toMatchObject({
+      groups: sentences,
+      embedded: sentences,
+      cache_hits: 0,
+    });
   });
 
   it('retries an embedder outage instead of failing the document', async () => {

@@ -551,7 +551,7 @@ export async function chunkRequest(
   } catch (error) {
     await store.abortWrite(version);
     // Semantic chunking calls the embedder: its outages are retried like the embed step's, not a broken document.
-    if (!(error instanceof ValidationError)) throw error;
+    if (chunking.method === 'semantic' && !(error instanceof ValidationError)) throw error;
     await markFailed(rt, request.collection, doc.key, request.sourceKey, (error as Error).message, {
       contentHash: request.contentHash,
       ...(request.sequencer !== undefined && { sequencer: request.sequencer }),

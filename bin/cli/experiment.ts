@@ -116,7 +116,7 @@ function describeConfig(p: PatternPayload): string {
       ? ` ${r.ranker_strategy ?? ''}${r.ranker_k !== undefined ? ` k=${r.ranker_k}` : ''}${r.ranker_alpha !== undefined ? ` α=${r.ranker_alpha}` : ''}`
       : '';
   const rerank = r.reranker ? ` · rerank ${r.reranker.candidates} with ${r.reranker.model_id}` : '';
-  return `${s.chunking.method} ${s.chunking.chunk_size}/${s.chunking.chunk_overlap} · ${r.search_mode}${ranker} · ${r.number_of_chunks} chunks${rerank}`;
+  return `${s.chunking.method} ${s.chunking.chunk_size}/${s.chunking.chunk_overlap}${s.chunking.parent_chunk_size === undefined ? '' : ` ⊂ ${s.chunking.parent_chunk_size}`} · ${r.search_mode}${ranker} · ${r.number_of_chunks} chunks${rerank}`;
 }
 
 /** `12,345 tokens (12,000 prompt + 345 completion), $0.0123` — the cost only when every model is priced. */

@@ -6,8 +6,11 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../../bin/cli/main.js';
+
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 function capture() {
   const out: string[] = [];
@@ -104,4 +107,37 @@ describe('ai4rag experiment --search-space with chunking methods', () => {
     expect(c.err.join('\n')).toContain(message);
     expect(existsSync(join(data, 'artifacts'))).toBe(false);
   });
+
+  it('runs the README experiment over the four methods, printing each pattern with its chunking', async () => {
+    // Prepare
+    const c = capture();
+    // Act
+    const code = await main(
+      [
+        'experiment',
+        '--docs',
+        join(REPO, 'examples/docs'),
+        '--benchmark',
+        join(REPO, 'examples/benchmark.json'),
+        '--search-space',
+        join(REPO, 'test/fixtures/chunking-methods-space.json'),
+        '--max-evals',
+        '4',
+        '--data-dir',
+        join(dir, 'experiment-data'),
+      ],
+      c.io,
+    );
+    // Assess
+    expect(code).toBe(0);
+    const leaderboard = c.out
+      .filter((l) => /^\s+\d\. Pattern\d/.test(l))
+      .map((l) => l.replace(/^.*\d\.\d{4}\s+/, ''));
+    expect(leaderboard.sort()).toEqual([
+      'fixed 256/32 · hybrid weighted α=0.5 · 3 chunks',
+      'hierarchical 256/32 ⊂ 1024 · hybrid weighted α=0.5 · 3 chunks',
+      'recursive 256/32 · hybrid weighted α=0.5 · 3 chunks',
+      'semantic 256/0 · hybrid weighted α=0.5 · 3 chunks',
+    ]);
+  }, 300_000);
 });

@@ -148,23 +148,28 @@ describe('serve --workers', () => {
       err += c.toString('utf8');
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (c: Buffer) => {
-        out += c.toString('utf8');
-        const found = /ai4rag API on (http:\/\/\S+)/.exec(out);
-        if (found) resolve(found[1] as string);
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (c: Buffer) => {
+          out += c.toString('utf8');
+          const found = /ai4rag API on (http:\/\/\S+)/.exec(out);
+          if (found) resolve(found[1] as string);
+        });
+        child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
       });
-      child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
-    });
-    // A search embeds its question in a worker (the collection is empty: no hits).
-    const search = await fetch(`${url}/search`, {
-      method: 'POST',
-      headers: { authorization: 'Bearer t', 'content-type': 'application/json' },
-      body: JSON.stringify({ query: 'lock gate', k: 3 }),
-    });
-    expect([200, 404]).toContain(search.status);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
-    expect(out.trim().split('\n').at(-1)).toBe('stopped');
+      // A search embeds its question in a worker (the collection is empty: no hits).
+      const search = await fetch(`${url}/search`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer t', 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'lock gate', k: 3 }),
+      });
+      expect([200, 404]).toContain(search.status);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(out.trim().split('\n').at(-1)).toBe('stopped');
+    } finally {
+      // A failed assertion must not leave the server running.
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
   });
 });

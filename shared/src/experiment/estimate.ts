@@ -4,10 +4,13 @@
  *
  * What it assumes, per trial of a configuration (tokens are ceil(characters / 4), as ai4rag and the chunkers count):
  * - index: built once per distinct (chunking, embedding model), embedding the corpus scaled by the overlap,
- *   ceil(corpus tokens × chunk_size / (chunk_size − chunk_overlap)); no index or result reused from an earlier run;
+ *   ceil(corpus tokens × chunk_size / (chunk_size − chunk_overlap)) (hierarchical: its children; the parents are
+ *   not embedded); semantic chunking also embeds every sentence with its buffer of neighbours before it cuts, so
+ *   its index costs corpus tokens × (1 + 2 × buffer_size + 1); no index or result reused from an earlier run;
  * - queries: every question embedded once per trial;
  * - answers: per question, the prompt is the templates rendered around the question with k passages (k ×
- *   (2 × window_size + 1) with window retrieval) of chunk_size tokens each (at most the whole index), and the
+ *   (2 × window_size + 1) with window retrieval) of chunk_size tokens each (parent_chunk_size for hierarchical:
+ *   the passages are the parents; at most the whole index), and the
  *   completion is the maximum completion tokens (1024 by default: an upper bound, answers are usually shorter);
  * - judge (when set): per question, its prompt with an answer of the maximum completion length, and a reply of at
  *   most 256 tokens;
@@ -21,6 +24,9 @@
  * runs: when it can run them all the total is their sum; otherwise it is an upper bound — the most expensive
  * configurations, each counted with the most expensive indexes they could build.
  */
+
+import { METHOD_LIMITS } from '../chunking/limits.js';
+import type { ChunkingOptions } from '../chunking/types.js';
 import { JUDGE_MAX_COMPLETION_TOKENS, judgePrompt } from '../evaluation/judge.js';
 import { buildMessages, DEFAULT_TEMPLATES, type PromptTemplates } from '../generation/templates.js';
 import { approxTextTokens, type PriceTable } from '../pricing.js';
@@ -104,12 +110,33 @@ function scaffoldCharacters(
   ).reduce((n, m) => n + m.content.length, 0);
 }
 
-function indexKey(config: TrialConfig): { key: string; tokens: (corpusTokens: number) => number } {
+/** What tells two indexes of one method apart besides size and overlap: the parent size, the breakpoints. */
+function methodLabel(c: ChunkingOptions): string {
+  if (c.method === 'hierarchical') return ` ⊂ ${c.parentChunkSize}`;
+  if (c.method !== 'semantic') return '';
+  const bp = [c.breakpoint, c.breakpointAmount].filter((v) => v !== undefined).join(' ');
+  return bp === '' ? '' : ` ${bp}`;
+}
+
+function indexKey(config: TrialConfig): {
+  key: string;
+  /** Tokens of the chunks stored (the whole index a context can come from). */
+  chunkTokens: (corpusTokens: number) => number;
+  /** Tokens embedded to build the index: the chunks, and semantic chunking's sentence groups. */
+  tokens: (corpusTokens: number) => number;
+} {
   const s = trialSettings(config);
-  const { method, chunkSize, chunkOverlap } = s.chunking;
+  const c = s.chunking;
+  const { method, chunkSize, chunkOverlap } = c;
+  // Semantic: each sentence is embedded with `buffer` neighbours per side before the chunks are.
+  const groups =
+    method === 'semantic' ? 2 * (c.bufferSize ?? METHOD_LIMITS.DEFAULT_BUFFER_SIZE) + 1 : 0;
+  const chunkTokens = (corpusTokens: number) =>
+    Math.ceil((corpusTokens * chunkSize) / (chunkSize - chunkOverlap));
   return {
-    key: `${method} ${chunkSize}/${chunkOverlap} · ${s.embeddingModel}`,
-    tokens: (corpusTokens) => Math.ceil((corpusTokens * chunkSize) / (chunkSize - chunkOverlap)),
+    key: `${method} ${chunkSize}/${chunkOverlap}${methodLabel(c)} · ${s.embeddingModel}`,
+    chunkTokens,
+    tokens: (corpusTokens) => chunkTokens(corpusTokens) + groups * corpusTokens,
   };
 }
 
@@ -146,7 +173,8 @@ export function estimateRun(input: EstimateInput): RunEstimate {
     }
     const r = s.retrieval;
     const passages = r.numberOfChunks * (r.method === 'window' ? 2 * r.windowSize + 1 : 1);
-    const context = Math.min(passages * s.chunking.chunkSize, indexTokens);
+    const passageTokens = s.chunking.parentChunkSize ?? s.chunking.chunkSize;
+    const context = Math.min(passages * passageTokens, index.chunkTokens(corpusTokens));
     const prompts = input.questions.map(
       (q) => Math.ceil(scaffoldCharacters(templates, q, passages) / 4) + context,
     );

@@ -1,6 +1,7 @@
 /** SVG charts of an experiment: score per trial, parameter effects and a parallel-coordinates view. */
 import type { JSX } from 'preact';
-import type { CatalogTrial } from './types';
+import { parameterApplies } from '../../shared/src/experiment/applicability.js';
+import type { CatalogTrial } from './types.js';
 
 /** A setting's value as text (models `{ modelId }` by their id). */
 export function valueText(v: unknown): string {
@@ -13,18 +14,11 @@ export function valueText(v: unknown): string {
 }
 
 /**
- * Whether a setting applies to a trial: fusion settings only to hybrid search (ranker_k to rrf, ranker_alpha to
- * the others), window_size only to window retrieval. Elsewhere the configuration carries placeholders ('', 0).
+ * Whether a setting applies to a trial: the report's rule (`parameterApplies`, from the search-space rules), so the
+ * page and report.html count the same trials. Elsewhere the configuration carries sentinels ('', 0).
  */
 export function applies(config: Record<string, unknown>, key: string): boolean {
-  const v = config[key];
-  if (v === undefined || v === null || v === '') return false;
-  const hybrid = config.search_mode === undefined || config.search_mode === 'hybrid';
-  if (key === 'ranker_strategy') return hybrid;
-  if (key === 'ranker_k') return hybrid && config.ranker_strategy === 'rrf';
-  if (key === 'ranker_alpha') return hybrid && config.ranker_strategy !== 'rrf';
-  if (key === 'window_size') return config.retrieval_method === 'window';
-  return true;
+  return parameterApplies(key, config);
 }
 
 /** Settings that took two or more values among the scored trials (only trials where the setting applies). */

@@ -1,4 +1,5 @@
 /** Shapes of the API answers the page reads (see shared/src/api/schemas.ts and shared/src/experiment/catalog.ts). */
+import type { CatalogTrial, CollectionInfo } from '../../shared/src/experiment/catalog-types.js';
 
 export interface ReferenceDocument {
   document_key: string;
@@ -87,13 +88,7 @@ export interface Stats {
   by_status: Record<string, number>;
 }
 
-export interface CollectionInfo {
-  name: string;
-  kind: 'knowledge_base' | 'experiment_index';
-  chunks?: number;
-  embedding_model?: string;
-  experiments: string[];
-}
+export type { CollectionInfo };
 
 export interface RunInfo {
   status: 'running' | 'failed' | 'finished';
@@ -143,17 +138,7 @@ export interface LeaderboardEntry {
   pattern: { name: string; settings: PatternSettings };
 }
 
-export interface CatalogTrial {
-  trial_id: string;
-  pattern_name: string;
-  iteration: number;
-  status: 'running' | 'done' | 'failed';
-  score: number | null;
-  cached: boolean;
-  config: Record<string, unknown>;
-  duration_seconds: number;
-  error?: string;
-}
+export type { CatalogTrial };
 
 export interface StatusEvent {
   level: 'info' | 'warning' | 'error';

@@ -6,6 +6,7 @@
  */
 import { NotFoundError, ValidationError } from '../errors.js';
 import { getJson, type ObjectStore } from '../ports/object-store.js';
+import type { CatalogTrial, CollectionInfo } from './catalog-types.js';
 import { EXPERIMENT_ID } from './input.js';
 import {
   EXPERIMENTS_PREFIX,
@@ -23,6 +24,8 @@ import type {
   ReportData,
   StatusEvent,
 } from './types.js';
+
+export type { CatalogTrial, CollectionInfo };
 
 /** How far an experiment got: `finished` has its artefacts; `incomplete` stopped (or still runs) before them. */
 export type ExperimentProgress = 'finished' | 'incomplete';
@@ -45,37 +48,12 @@ export interface ExperimentSummary {
   collections: string[];
 }
 
-/** One trial of an experiment as the catalog shows it. */
-export interface CatalogTrial {
-  trial_id: string;
-  pattern_name: string;
-  iteration: number;
-  status: 'running' | 'done' | 'failed';
-  score: number | null;
-  cached: boolean;
-  config: Record<string, unknown>;
-  duration_seconds: number;
-  collection?: string;
-  error?: string;
-}
-
 /** Everything the experiment view shows. */
 export interface ExperimentDetail extends ExperimentSummary {
   trials_list: CatalogTrial[];
   /** Present once the experiment finished. */
   leaderboard?: LeaderboardEntry[];
   events: StatusEvent[];
-}
-
-/** A collection known to the store: the served knowledge base's, others with document statuses, and indexes. */
-export interface CollectionInfo {
-  name: string;
-  kind: 'knowledge_base' | 'experiment_index';
-  /** Chunks in the index when it was built (experiment indexes). */
-  chunks?: number;
-  embedding_model?: string;
-  /** Experiments whose trials use this index. */
-  experiments: string[];
 }
 
 /** What {@link removeExperiment} did. */

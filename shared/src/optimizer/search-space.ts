@@ -4,6 +4,15 @@ import { ValidationError } from '../errors.js';
 import { QUERY_TRANSFORMS } from '../retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
 import { mulberry32 } from '../util/random.js';
+import {
+  CHUNKING_SENTINELS,
+  PARAM_NAMES,
+  type ParamName,
+  RANKER_SENTINELS,
+  RERANKER_SENTINELS,
+} from './param-names.js';
+
+export { CHUNKING_SENTINELS, PARAM_NAMES, type ParamName, RANKER_SENTINELS, RERANKER_SENTINELS };
 
 /** A search space that cannot be built, enumerated or parsed (ai4rag's `SearchSpaceValueError`). */
 export class SearchSpaceError extends ValidationError {
@@ -42,40 +51,6 @@ export interface Parameter {
 /** A filter over one combination: `false` removes it from the grid. May throw {@link SearchSpaceError}. */
 export type Rule = (combination: Record<string, unknown>) => boolean;
 
-/**
- * ai4rag's searchable `AI4RAGParamNames`, in the order the default space lists them (which is also the
- * order of the Cartesian product: the last name varies fastest), plus `reranker` and `rerank_candidates`
- * (not in ai4rag and not in the default space: a space has them only when an override lists them; a
- * combination without `reranker` is not reranked, one without `rerank_candidates` reranks
- * `defaultRerankCandidates(number_of_chunks)` candidates), and `query_transform` (`none`, `multi_query`,
- * `hyde`, `rm3`; likewise only from an override; absent means `none`), and the parameters of our chunking methods
- * (issue 15; only from an override): `parent_chunk_size` (hierarchical), `semantic_breakpoint` and
- * `semantic_breakpoint_amount` (semantic), each with a sentinel for the methods that do not use it.
- */
-export const PARAM_NAMES = Object.freeze({
-  FOUNDATION_MODEL: 'foundation_model',
-  EMBEDDING_MODEL: 'embedding_model',
-  CHUNKING_METHOD: 'chunking_method',
-  CHUNK_SIZE: 'chunk_size',
-  CHUNK_OVERLAP: 'chunk_overlap',
-  RETRIEVAL_METHOD: 'retrieval_method',
-  WINDOW_SIZE: 'window_size',
-  NUMBER_OF_CHUNKS: 'number_of_chunks',
-  SEARCH_MODE: 'search_mode',
-  RANKER_STRATEGY: 'ranker_strategy',
-  RANKER_K: 'ranker_k',
-  RANKER_ALPHA: 'ranker_alpha',
-  RERANKER: 'reranker',
-  RERANK_CANDIDATES: 'rerank_candidates',
-  QUERY_TRANSFORM: 'query_transform',
-  PARENT_CHUNK_SIZE: 'parent_chunk_size',
-  SEMANTIC_BREAKPOINT: 'semantic_breakpoint',
-  SEMANTIC_BREAKPOINT_AMOUNT: 'semantic_breakpoint_amount',
-} as const);
-
-/** One of {@link PARAM_NAMES}' values. */
-export type ParamName = (typeof PARAM_NAMES)[keyof typeof PARAM_NAMES];
-
 const KNOWN_NAMES: readonly string[] = Object.values(PARAM_NAMES);
 
 /**
@@ -95,15 +70,6 @@ export const RETRIEVAL_LIMITS = Object.freeze({
   RANKER_STRATEGIES: Object.freeze(['rrf', 'weighted', 'normalized'] as const),
 });
 
-/** Sentinels meaning "no ranker": strategy `''`, ranker_k `0`, ranker_alpha `1` (100 % dense). */
-export const RANKER_SENTINELS = Object.freeze({ strategy: '', k: 0, alpha: 1 } as const);
-
-/**
- * Sentinels meaning "no reranking": `reranker` `'none'` and `rerank_candidates` `0` (ai4rag's ranker
- * sentinels, applied to the reranker).
- */
-export const RERANKER_SENTINELS = Object.freeze({ model: 'none', candidates: 0 } as const);
-
 /**
  * The chunking methods a search space may list: ai4rag's `recursive` and `hybrid`, and ours (issue 15): `fixed`
  * (token windows), `semantic` (embedding breakpoints) and `hierarchical` (children searched, parents returned).
@@ -122,16 +88,6 @@ export const SEMANTIC_BREAKPOINTS: readonly SemanticBreakpoint[] = Object.freeze
   'standard_deviation',
   'gradient',
 ]);
-
-/**
- * Sentinels of the chunking-method parameters (ai4rag's ranker sentinels, applied to chunking): `parent_chunk_size`
- * 0 unless `hierarchical`; `semantic_breakpoint` `''` and `semantic_breakpoint_amount` 0 unless `semantic`.
- */
-export const CHUNKING_SENTINELS = Object.freeze({
-  parentChunkSize: 0,
-  breakpoint: '',
-  breakpointAmount: 0,
-} as const);
 
 /** Bounds of the chunking-method parameters (sizes in approximate tokens, as `chunk_size`). */
 export const CHUNKING_METHOD_LIMITS = Object.freeze({

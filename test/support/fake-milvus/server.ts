@@ -6,7 +6,9 @@
  * BM25 full-text search (Okapi BM25, k1 1.2, b 0.75, collection-wide statistics) and hybrid search fused with the
  * RRF or weighted ranker parameters the SDK sends. Weighted fusion normalizes each sub-request's scores as Milvus
  * does per metric before weighting: COSINE (1 + s) / 2, IP 0.5 + atan(s) / π, L2 1 − 2·atan(d) / π,
- * BM25 2·atan(s) / π. Every other RPC answers UNIMPLEMENTED.
+ * BM25 2·atan(s) / π. Like the real proxy, a write carrying a JSON value over 65,536 bytes is refused whole with
+ * Milvus' status (code 1100, IllegalArgument, "the length (n) of json field (f) exceeds max length (65536): …").
+ * Every other RPC answers UNIMPLEMENTED.
  */
 import { createRequire } from 'node:module';
 import * as grpc from '@grpc/grpc-js';
@@ -73,7 +75,22 @@ export function fakeTokenize(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
+/** Milvus' `common.JSONMaxLength` default: the bytes one JSON field value may serialize to. */
+export const FAKE_JSON_MAX_LENGTH = 65_536;
+
 const ok = (): Msg => ({ error_code: 'Success', code: 0, reason: '' });
+
+/**
+ * The proxy's refusal of an over-long JSON value (merr.WrapErrParameterInvalid: code 1100, legacy error code
+ * IllegalArgument, not retriable), e.g. "the length (189484) of json field (metadata) exceeds max length (65536):
+ * invalid parameter[expected=valid length json string][actual=length exceeds max length]".
+ */
+const jsonTooLong = (field: string, length: number, dynamic: boolean): Msg => {
+  const what = dynamic ? 'dynamic field' : `json field (${field})`;
+  const expected = dynamic ? 'valid length dynamic field' : 'valid length json string';
+  const reason = `the length (${length}) of ${what} exceeds max length (${FAKE_JSON_MAX_LENGTH}): invalid parameter[expected=${expected}][actual=length exceeds max length]`;
+  return { error_code: 'IllegalArgument', code: 1100, reason, retriable: false, detail: reason };
+};
 const fail = (reason: string): Msg => ({ error_code: 'UnexpectedError', code: 1100, reason });
 
 function kv(list: Msg[] | undefined): Map<string, string> {
@@ -220,6 +237,18 @@ export async function startFakeMilvus(port = 0): Promise<FakeMilvus> {
   const write = (req: Msg): Msg => {
     const c = get(req.collection_name);
     const n = Number(req.num_rows);
+    // As the proxy validates a request before any row of it is written: one over-long JSON value refuses all.
+    for (const fd of req.fields_data as Msg[]) {
+      for (const raw of (fd.scalars?.json_data?.data ?? []) as Uint8Array[]) {
+        if (raw.length > FAKE_JSON_MAX_LENGTH) {
+          return {
+            status: jsonTooLong(fd.field_name, raw.length, fd.is_dynamic === true),
+            IDs: {},
+            insert_cnt: '0',
+          };
+        }
+      }
+    }
     const cols = (req.fields_data as Msg[]).map(
       (fd) => [fd.field_name as string, decodeColumn(fd, n)] as const,
     );

@@ -7,7 +7,7 @@ import {
 } from '@zilliz/milvus2-sdk-node';
 import type { AI4RAGChunk, ChunkMetadata } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
-import { Ai4ragError, NotFoundError } from '../../errors.js';
+import { Ai4ragError, NotFoundError, ValidationError } from '../../errors.js';
 import { normalizedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import {
@@ -93,6 +93,11 @@ const DOC_FIELDS = [
 ];
 const WRITE_FIELDS = ['key', 'version', 'owner', 'expires_at', 'lease_ms', 'ended_at'];
 const MAX_CONTENT_BYTES = 65_535;
+/**
+ * Milvus' limit on one JSON field value (`common.JSONMaxLength`, 65,536 bytes of the serialized JSON, UTF-8): a
+ * longer value is refused at insert/upsert with "the length (n) of json field (f) exceeds max length (65536)".
+ */
+export const MILVUS_JSON_MAX_BYTES = 65_536;
 const MAX_ID_LENGTH = 128;
 const MAX_DOC_ID_LENGTH = 512;
 const MAX_VERSION_LENGTH = 128;
@@ -210,6 +215,30 @@ function check<T>(operation: string, res: T): T {
 
 function utf8Length(text: string): number {
   return Buffer.byteLength(text, 'utf8');
+}
+
+/**
+ * Refuses the chunks whose metadata (the `chunk_content` JSON field) serializes, as the SDK sends it
+ * (`JSON.stringify`, UTF-8), to more than {@link MILVUS_JSON_MAX_BYTES}: a real Milvus would refuse the whole
+ * batch mid-ingest. Checked before anything of the call is embedded or written. A hierarchical child carries its
+ * parent's text (`parent_text`), so the message points at the parent chunk size.
+ * @throws {ValidationError} naming the document, the chunk, the size and the limit.
+ */
+export function checkMetadataSize(chunks: Iterable<AI4RAGChunk>): void {
+  for (const chunk of chunks) {
+    const meta = chunk.metadata ?? {};
+    const bytes = utf8Length(JSON.stringify(meta));
+    if (bytes <= MILVUS_JSON_MAX_BYTES) continue;
+    const document = typeof meta.document_id === 'string' ? meta.document_id : chunk.id;
+    const parent = typeof meta.parent_text === 'string' ? meta.parent_text : undefined;
+    const hint =
+      parent === undefined
+        ? 'store less metadata per chunk'
+        : `its parent_text is ${utf8Length(parent)} bytes; use a smaller parent chunk size (--parent-chunk-size, parent_chunk_size)`;
+    throw new ValidationError(
+      `document "${document}": chunk ${chunk.id} has ${bytes} bytes of metadata as JSON, over Milvus' ${MILVUS_JSON_MAX_BYTES}-byte JSON field limit; ${hint}`,
+    );
+  }
 }
 
 function chunked<T>(items: readonly T[], size: number): T[][] {
@@ -1043,6 +1072,8 @@ export class MilvusVectorStore implements VectorStore {
    * @returns the number of distinct chunks stored.
    * @throws {VectorStoreError} for a malformed chunk (id, text size, vector), a write that ended or expired, or a
    *   Milvus failure.
+   * @throws {ValidationError} for chunk metadata over Milvus' JSON limit ({@link checkMetadataSize}); nothing is
+   *   written.
    */
   async upsert(records: EmbeddedChunk[], options: { version?: string } = {}): Promise<number> {
     this.assertOpen();
@@ -1077,6 +1108,8 @@ export class MilvusVectorStore implements VectorStore {
           `chunk ${chunk.id}: vector must hold ${this.dimension} finite numbers`,
         );
       }
+      // Checked row by row before the first write: an oversize one leaves the whole call unwritten.
+      checkMetadataSize([chunk]);
       const meta = chunk.metadata ?? ({} as ChunkMetadata);
       const seq = meta.sequence_number;
       rows.push({
@@ -1100,6 +1133,8 @@ export class MilvusVectorStore implements VectorStore {
    * Embeds (≤ {@link MILVUS_EMBED_BATCH_SIZE} texts per call) and upserts chunks; duplicate ids: first wins.
    * With `version`, the write's lease is checked before anything is embedded.
    * @returns the number of distinct chunks stored.
+   * @throws {ValidationError} when a chunk's metadata is over Milvus' JSON limit ({@link checkMetadataSize}),
+   *   before anything of the call is embedded or written.
    */
   async addChunks(chunks: AI4RAGChunk[], options: { version?: string } = {}): Promise<number> {
     this.assertOpen();
@@ -1113,6 +1148,8 @@ export class MilvusVectorStore implements VectorStore {
       seen.add(c.id);
       unique.push(c);
     }
+    // Every slice's metadata is checked before the first is embedded or written: nothing of the call is stored.
+    checkMetadataSize(unique);
     let stored = 0;
     for (const slice of chunked(unique, MILVUS_UPSERT_BATCH_SIZE)) {
       const records: EmbeddedChunk[] = [];

@@ -1039,20 +1039,12 @@ export class PgVectorStore implements VectorStore {
   ): Promise<ScoredRow[]> {
     const qtf = termFrequencies(analyze(query));
     if (qtf.size === 0) return [];
-    const reg = await this.ensureBm25Fresh();
+    const { reg, df } = await this.queryStatistics([...qtf.keys()]);
     if (reg.n === 0) return [];
-    const dfRows = await this.client.query<{ term: number; df: number }>(
-      // A reader folds nothing, so it adds the pending log entries of the query's terms itself.
-      this.readOnly
-        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])
-             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term = ANY($1::int4[])) s
-           GROUP BY term HAVING sum(df) > 0`
-        : `SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])`,
-      [[...qtf.keys()]],
-    );
+    // Ascending term order, whichever statement read the df (it fixes the order partial scores are summed in).
     const weights = new Map<number, number>();
-    for (const { term, df } of dfRows.rows) {
-      weights.set(term, bm25Idf(reg.n, df) * (qtf.get(term) ?? 0));
+    for (const term of [...df.keys()].sort((a, b) => a - b)) {
+      weights.set(term, bm25Idf(reg.n, df.get(term) as number) * (qtf.get(term) ?? 0));
     }
     if (weights.size === 0) return [];
     if (this.keywordDepth > 0) {
@@ -1060,6 +1052,54 @@ export class PgVectorStore implements VectorStore {
       if (indexed !== undefined) return indexed;
     }
     return exactKeywordSearch(this.searchContext(), weights, limit, filter);
+  }
+
+  /**
+   * The registry row and the document frequency of each of `terms` found: one statement when the df log is empty
+   * and the weights are current (the common case), else {@link ensureBm25Fresh} then the df lookup.
+   */
+  private async queryStatistics(
+    terms: number[],
+  ): Promise<{ reg: RegistryRow; df: Map<number, number> }> {
+    if (!this.readOnly) {
+      const res = await this.client.query<
+        RegistryRow & { pending: boolean; df_terms: number[] | null; df_values: number[] | null }
+      >(
+        `SELECT r.dimension, r.distance, r.embedding_model, r.analyzer_version, r.bm25_k1, r.bm25_b,
+                r.bm25_avgdl_weighted, r.chunk_count::float8 AS n, r.token_total::float8 AS total, r.df_pending,
+                EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending, d.df_terms, d.df_values
+         FROM ${REGISTRY_TABLE} r CROSS JOIN LATERAL (
+           SELECT array_agg(term ORDER BY term) AS df_terms, array_agg(df ORDER BY term) AS df_values
+           FROM ${this.dfTable} WHERE term = ANY($2::int4[])) d
+         WHERE r.name = $1`,
+        [this.key, terms],
+      );
+      const row = res.rows[0];
+      if (row === undefined) {
+        throw new VectorStoreError(
+          `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
+        );
+      }
+      if (!row.pending && !this.isStale(row)) {
+        const { pending: _p, df_terms, df_values, ...reg } = row;
+        const df = new Map<number, number>();
+        (df_terms ?? []).forEach((term, i) => {
+          df.set(Number(term), Number(df_values?.[i]));
+        });
+        return { reg, df };
+      }
+    }
+    const reg = await this.ensureBm25Fresh();
+    const dfRows = await this.client.query<{ term: number; df: number }>(
+      // A reader folds nothing, so it adds the pending log entries of the query's terms itself.
+      this.readOnly
+        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])
+             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term = ANY($1::int4[])) s
+           GROUP BY term HAVING sum(df) > 0`
+        : `SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])`,
+      [terms],
+    );
+    return { reg, df: new Map(dfRows.rows.map((r) => [Number(r.term), Number(r.df)])) };
   }
 
   /**

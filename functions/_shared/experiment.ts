@@ -52,6 +52,7 @@ export function experimentDeps(
     storeKind: runtime.config.store,
     embedder: (id) => runtime.embedder(id),
     model: (id, role) => runtime.model(id, role),
+    localModel: (options) => runtime.localModel(options),
     // Patient: a trial's question fails when its reranker does, so it waits and retries longer than a query.
     ...(reranker !== undefined && { reranker: (id: string) => reranker(id, { patient: true }) }),
     openStore: (collection, embedder, options) => runtime.openStore(collection, embedder, options),

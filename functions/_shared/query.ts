@@ -23,10 +23,7 @@ import {
   type InjectionRule,
   screenedTopK,
 } from '../../shared/src/generation/guardrails.js';
-import {
-  LOCAL_EXTRACTIVE_MODEL_ID,
-  LocalExtractiveModel,
-} from '../../shared/src/generation/local-extractive.js';
+import { LOCAL_EXTRACTIVE_MODEL_ID } from '../../shared/src/generation/local-extractive.js';
 import type { RagAnswer, ReferenceDocument } from '../../shared/src/generation/rag-template.js';
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
 import {
@@ -525,9 +522,9 @@ export async function ragFor(
   const transform = await queryTransformFor(rt.config, request, options, async () => chatModel);
   if (model.modelId === LOCAL_EXTRACTIVE_MODEL_ID) {
     // The local model reads the question back out of the prompt, so it must know the served templates; it weighs
-    // question terms by the collection's own BM25 statistics.
+    // question terms by the collection's own BM25 statistics. The runtime's: on the worker pool when there is one.
     const termStats = await cachedTermStats(store);
-    model = new LocalExtractiveModel({ templates, ...(termStats && { termStats }) });
+    model = rt.localModel({ templates, ...(termStats && { termStats }) });
   }
   const rag = new SimpleRAG({
     retriever: new Retriever(store, {

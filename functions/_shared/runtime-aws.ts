@@ -20,6 +20,7 @@ import {
   type ApiKeySource,
   embedderFactory,
   endpointKeys,
+  inProcessLocalModel,
   keyedMemo,
   memo,
   modelFactory,
@@ -125,6 +126,7 @@ export function createAwsRuntime(env: EnvRecord, clients: AwsClients = {}): Runt
     },
     embedder: embedderFactory(config, endpoints, keyOf, env),
     model: modelFactory(fenv, endpoints, keyOf),
+    localModel: inProcessLocalModel,
     reranker: rerankerFactory(env, rerankKey),
     openStore(collection, embedder, options = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());

@@ -23,6 +23,7 @@ import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import {
   LOCAL_EXTRACTIVE_MODEL_ID,
   LocalExtractiveModel,
+  type LocalExtractiveModelOptions,
 } from '../../shared/src/generation/local-extractive.js';
 import type { FoundationModel } from '../../shared/src/generation/types.js';
 import type { ObjectStore } from '../../shared/src/ports/object-store.js';
@@ -84,6 +85,13 @@ export interface Runtime {
    * (`chat` by default; `judge` for the evaluation judge). Cached per (role, id).
    */
   model(modelId?: string, role?: 'chat' | 'judge'): Promise<FoundationModel>;
+  /**
+   * The local extractive model with per-use options (the served templates, the corpus' term statistics): in
+   * process, or on the worker pool once `usePool` (`serve --workers`, `experiment --workers`) has swapped it, with
+   * the same answers. Not cached (the options differ per request).
+   * @throws {ValidationError} for options the model refuses.
+   */
+  localModel(options?: LocalExtractiveModelOptions): FoundationModel;
   /**
    * The TEI-compatible reranker of a model id: at AI4RAG_RERANK_BASE_URL, or at the endpoint `model@name`
    * names (AI4RAG_ENDPOINT_<NAME>_BASE_URL). Cached per id; rejects with a ValidationError when the id resolves
@@ -273,6 +281,11 @@ export function endpointKeys(
     if (arn && secret) return secret(arn);
     return endpoint.apiKey;
   };
+}
+
+/** {@link Runtime.localModel} in process: a new local extractive model with the options. */
+export function inProcessLocalModel(options?: LocalExtractiveModelOptions): FoundationModel {
+  return new LocalExtractiveModel(options);
 }
 
 /**

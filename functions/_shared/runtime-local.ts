@@ -17,6 +17,7 @@ import {
   type ApiKeySource,
   embedderFactory,
   endpointKeys,
+  inProcessLocalModel,
   keyedMemo,
   memo,
   modelFactory,
@@ -90,6 +91,7 @@ export function createLocalRuntime(options: LocalRuntimeOptions): LocalRuntime {
     queue: (name) => queues[name],
     embedder: embedderFactory(config, endpoints, keyOf, env),
     model: modelFactory(fenv, endpoints, keyOf),
+    localModel: inProcessLocalModel,
     reranker: rerankerFactory(env, async () => fenv.rerankApiKey),
     openStore(collection, embedder, openOptions = {}) {
       if (closed) return Promise.reject(new RuntimeClosedError());

@@ -18,7 +18,11 @@ import { type JudgeUsage, judgeAnswerRelevance } from '../evaluation/judge.js';
 import { questionMetrics } from '../evaluation/retrieval-metrics.js';
 import { round4, scoreEvaluationData } from '../evaluation/score.js';
 import { GenerationError } from '../generation/errors.js';
-import { LOCAL_EXTRACTIVE_MODEL_ID, LocalExtractiveModel } from '../generation/local-extractive.js';
+import {
+  LOCAL_EXTRACTIVE_MODEL_ID,
+  LocalExtractiveModel,
+  type LocalExtractiveModelOptions,
+} from '../generation/local-extractive.js';
 import { SimpleRAG } from '../generation/rag-template.js';
 import { DEFAULT_TEMPLATES } from '../generation/templates.js';
 import { buildTermStats, type TermStats } from '../generation/term-stats.js';
@@ -102,6 +106,11 @@ export interface ExperimentDeps {
   embedder(modelId: string): Promise<Embedder>;
   /** A chat model; `role` `judge` for the evaluation judge (it may have an endpoint of its own). */
   model(modelId: string, role?: 'chat' | 'judge'): Promise<FoundationModel>;
+  /**
+   * The local extractive model with the corpus' term statistics (the runtime's: on its worker pool when it has
+   * one); default: in process.
+   */
+  localModel?(options: LocalExtractiveModelOptions): FoundationModel;
   /**
    * The reranker of a search space's `reranker` value (its model id); needed only when the space reranks, and
    * expected to reject with a ValidationError when no reranker endpoint is configured.
@@ -831,7 +840,8 @@ async function localModelFor(
     stats.catch(() => termStatsCache.delete(corpusHash));
     termStatsCache.set(corpusHash, stats);
   }
-  return new LocalExtractiveModel({ termStats: await stats });
+  const options = { termStats: await stats };
+  return deps.localModel?.(options) ?? new LocalExtractiveModel(options);
 }
 
 const CANNOT_ANSWER_PATTERN = /\b(cannot|can't|can not|unable to) answer\b/i;

@@ -13,6 +13,11 @@ export interface TermStats {
   idf(term: string): number;
   /** Number of texts the statistics were built from. */
   readonly documents: number;
+  /**
+   * In how many of the texts an analyzed term occurs (0 for none), when the statistics come from counts: what a
+   * worker thread needs to rebuild the same `idf` (`termStatsFromCounts`).
+   */
+  documentFrequency?(term: string): number;
 }
 
 /**
@@ -45,6 +50,7 @@ export function termStatsFromCounts(
   const maxIdf = bm25Idf(documents, 0);
   return Object.freeze({
     documents,
+    documentFrequency,
     idf(term: string): number {
       const n = documentFrequency(term);
       return n > 0 ? bm25Idf(documents, n) : maxIdf;

@@ -1055,50 +1055,59 @@ export class PgVectorStore implements VectorStore {
   }
 
   /**
-   * The registry row and the document frequency of each of `terms` found: one statement when the df log is empty
-   * and the weights are current (the common case), else {@link ensureBm25Fresh} then the df lookup.
+   * The registry row and the document frequency of each of `terms` found, in one statement: for a reader always
+   * (it counts the pending log in, as {@link ensureBm25Fresh} does), for a writer when the df log is empty and the
+   * weights are current (the common case; else {@link ensureBm25Fresh} folds or re-weights, then the df lookup).
    */
   private async queryStatistics(
     terms: number[],
   ): Promise<{ reg: RegistryRow; df: Map<number, number> }> {
-    if (!this.readOnly) {
-      const res = await this.client.query<
-        RegistryRow & { pending: boolean; df_terms: number[] | null; df_values: number[] | null }
-      >(
-        `SELECT r.dimension, r.distance, r.embedding_model, r.analyzer_version, r.bm25_k1, r.bm25_b,
-                r.bm25_avgdl_weighted, r.chunk_count::float8 AS n, r.token_total::float8 AS total, r.df_pending,
-                EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending, d.df_terms, d.df_values
-         FROM ${REGISTRY_TABLE} r CROSS JOIN LATERAL (
-           SELECT array_agg(term ORDER BY term) AS df_terms, array_agg(df ORDER BY term) AS df_values
-           FROM ${this.dfTable} WHERE term = ANY($2::int4[])) d
-         WHERE r.name = $1`,
-        [this.key, terms],
+    const cols = `r.dimension, r.distance, r.embedding_model, r.analyzer_version, r.bm25_k1, r.bm25_b,
+      r.bm25_avgdl_weighted, r.df_pending`;
+    // A reader folds nothing, so it adds the pending log entries of the query's terms itself.
+    const dfSql = (terms: string) =>
+      this.readOnly
+        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable} WHERE term = ANY(${terms}::int4[])
+             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term = ANY(${terms}::int4[])) s
+           GROUP BY term HAVING sum(df) > 0`
+        : `SELECT term, df FROM ${this.dfTable} WHERE term = ANY(${terms}::int4[])`;
+    const res = await this.client.query<
+      RegistryRow & { pending: boolean; df_terms: number[] | null; df_values: number[] | null }
+    >(
+      `SELECT ${cols}, ${
+        this.readOnly
+          ? `(r.chunk_count + COALESCE(l.n, 0))::float8 AS n, (r.token_total + COALESCE(l.total, 0))::float8 AS total,
+             false AS pending`
+          : `r.chunk_count::float8 AS n, r.token_total::float8 AS total,
+             EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending`
+      }, d.df_terms, d.df_values
+       FROM ${REGISTRY_TABLE} r${
+         this.readOnly
+           ? ` CROSS JOIN (SELECT sum(delta) FILTER (WHERE term = ${N_TERM}) AS n,
+               sum(delta) FILTER (WHERE term = ${TOTAL_TERM}) AS total FROM ${this.dfLog} WHERE term < 0) l`
+           : ''
+       }
+       CROSS JOIN LATERAL (SELECT array_agg(term ORDER BY term) AS df_terms, array_agg(df ORDER BY term) AS df_values
+         FROM (${dfSql('$2')}) f) d
+       WHERE r.name = $1`,
+      [this.key, terms],
+    );
+    const row = res.rows[0];
+    if (row === undefined) {
+      throw new VectorStoreError(
+        `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
       );
-      const row = res.rows[0];
-      if (row === undefined) {
-        throw new VectorStoreError(
-          `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
-        );
-      }
-      if (!row.pending && !this.isStale(row)) {
-        const { pending: _p, df_terms, df_values, ...reg } = row;
-        const df = new Map<number, number>();
-        (df_terms ?? []).forEach((term, i) => {
-          df.set(Number(term), Number(df_values?.[i]));
-        });
-        return { reg, df };
-      }
+    }
+    if (!row.pending && (this.readOnly || !this.isStale(row))) {
+      const { pending: _p, df_terms, df_values, ...reg } = row;
+      const df = new Map<number, number>();
+      (df_terms ?? []).forEach((term, i) => {
+        df.set(Number(term), Number(df_values?.[i]));
+      });
+      return { reg, df };
     }
     const reg = await this.ensureBm25Fresh();
-    const dfRows = await this.client.query<{ term: number; df: number }>(
-      // A reader folds nothing, so it adds the pending log entries of the query's terms itself.
-      this.readOnly
-        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])
-             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term = ANY($1::int4[])) s
-           GROUP BY term HAVING sum(df) > 0`
-        : `SELECT term, df FROM ${this.dfTable} WHERE term = ANY($1::int4[])`,
-      [terms],
-    );
+    const dfRows = await this.client.query<{ term: number; df: number }>(dfSql('$1'), [terms]);
     return { reg, df: new Map(dfRows.rows.map((r) => [Number(r.term), Number(r.df)])) };
   }
 

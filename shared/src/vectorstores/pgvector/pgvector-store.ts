@@ -834,8 +834,21 @@ export class PgVectorStore implements VectorStore {
       return rows.map((r) => toHit(r, p.includeScores ? r.score : undefined));
     }
     const n = Math.max(this.hybridCandidates, p.k);
-    const dense = await this.run('vector search', () => this.dense(qvec, n, p.filter));
-    const keyword = await this.run('keyword search', () => this.bm25Search(query, n, p.filter));
+    const denseSide = () => this.run('vector search', () => this.dense(qvec, n, p.filter));
+    const keywordSide = () => this.run('keyword search', () => this.bm25Search(query, n, p.filter));
+    let dense: ScoredRow[];
+    let keyword: ScoredRow[];
+    if (this.pglite) {
+      dense = await denseSide();
+      keyword = await keywordSide();
+    } else {
+      // Two statements at once on a server's pool (its own connection each); the dense side's error first.
+      const [d, kw] = await Promise.allSettled([denseSide(), keywordSide()]);
+      if (d.status === 'rejected') throw d.reason;
+      if (kw.status === 'rejected') throw kw.reason;
+      dense = d.value;
+      keyword = kw.value;
+    }
     const byId = new Map<string, ChunkRow>();
     for (const r of [...dense, ...keyword]) if (!byId.has(r.id)) byId.set(r.id, r);
     let fused: ScoredId[];

@@ -1,5 +1,10 @@
-import { CHUNKING_LIMITS } from '../chunking/limits.js';
-import type { ChunkingMethod, SemanticBreakpoint } from '../chunking/types.js';
+import {
+  CHUNKING_LIMITS,
+  CHUNKING_METHODS,
+  METHOD_LIMITS,
+  SEMANTIC_BREAKPOINTS,
+} from '../chunking/limits.js';
+import type { ChunkingMethod } from '../chunking/types.js';
 import { ValidationError } from '../errors.js';
 import { QUERY_TRANSFORMS } from '../retrieval/query-transform.js';
 import { RERANK_CANDIDATES } from '../retrieval/rerank.js';
@@ -71,32 +76,23 @@ export const RETRIEVAL_LIMITS = Object.freeze({
 });
 
 /**
- * The chunking methods a search space may list: ai4rag's `recursive` and `hybrid`, and ours (issue 15): `fixed`
- * (token windows), `semantic` (embedding breakpoints) and `hierarchical` (children searched, parents returned).
+ * The chunking methods a search space may list: all of the chunker's (`CHUNKING_METHODS`): ai4rag's `recursive` and
+ * `hybrid`, and ours (issue 15): `fixed` (token windows), `semantic` (embedding breakpoints) and `hierarchical`
+ * (children searched, parents returned).
  */
-export const SEARCH_SPACE_CHUNKING_METHODS: readonly ChunkingMethod[] = Object.freeze([
-  'recursive',
-  'hybrid',
-  'fixed',
-  'semantic',
-  'hierarchical',
-]);
+export const SEARCH_SPACE_CHUNKING_METHODS: readonly ChunkingMethod[] = CHUNKING_METHODS;
 
-/** The breakpoint types of `semantic` chunking, as `semantic_breakpoint` values. */
-export const SEMANTIC_BREAKPOINTS: readonly SemanticBreakpoint[] = Object.freeze([
-  'percentile',
-  'standard_deviation',
-  'gradient',
-]);
+/** The breakpoint types of `semantic` chunking, as `semantic_breakpoint` values (the chunker's). */
+export { SEMANTIC_BREAKPOINTS };
 
 /** Bounds of the chunking-method parameters (sizes in approximate tokens, as `chunk_size`). */
 export const CHUNKING_METHOD_LIMITS = Object.freeze({
   /** `hierarchical`: the largest parent chunk (a parent is context, never embedded). */
-  MAX_PARENT_CHUNK_SIZE: 8192,
+  MAX_PARENT_CHUNK_SIZE: METHOD_LIMITS.MAX_PARENT_CHUNK_SIZE,
   /** `semantic`: a percentile (`percentile`, `gradient`) is in (0, 100]. */
   MAX_PERCENTILE_AMOUNT: 100,
   /** `semantic`: `standard_deviation` takes at most this many standard deviations. */
-  MAX_STD_AMOUNT: 10,
+  MAX_STD_AMOUNT: METHOD_LIMITS.MAX_STD_AMOUNT,
 });
 
 /**

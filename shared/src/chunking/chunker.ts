@@ -1,7 +1,7 @@
 import type { LoadedDocument } from '../documents/types.js';
 import type { Embedder } from '../embeddings/types.js';
 import { chunkId } from './chunk-id.js';
-import { documentIdOf, userMetadataOf } from './document.js';
+import { chunksFromSpans, documentIdOf, inStartOrder, userMetadataOf } from './document.js';
 import { ChunkingValidationError } from './errors.js';
 import { chunkFixed } from './fixed.js';
 import { chunkHierarchical } from './hierarchical.js';
@@ -30,28 +30,12 @@ export interface ChunkerDeps {
 }
 
 function chunkRecursive(doc: LoadedDocument, opts: ChunkingOptions): AI4RAGChunk[] {
-  const documentId = documentIdOf(doc);
   const spans = splitTextWithStartIndex(doc.text, {
     chunkSize: opts.chunkSize,
     chunkOverlap: opts.chunkOverlap,
   });
-  // ai4rag numbers chunks in start_index order (a stable sort keeps split order on ties).
-  const ordered = spans
-    .map((span, position) => ({ span, position }))
-    .sort((a, b) => a.span.startIndex - b.span.startIndex || a.position - b.position);
-  return ordered.map(({ span }, i) => {
-    const sequenceNumber = i + 1;
-    return {
-      id: chunkId(documentId, sequenceNumber, span.text),
-      text: span.text,
-      metadata: {
-        document_id: documentId,
-        sequence_number: sequenceNumber,
-        start_index: span.startIndex,
-        ...userMetadataOf(doc),
-      },
-    };
-  });
+  // ai4rag numbers chunks in start_index order.
+  return chunksFromSpans(doc, inStartOrder(spans));
 }
 
 function chunkHybrid(doc: LoadedDocument, opts: ChunkingOptions): AI4RAGChunk[] {

@@ -1,6 +1,5 @@
 import type { LoadedDocument } from '../documents/types.js';
-import { chunkId } from './chunk-id.js';
-import { documentIdOf, userMetadataOf } from './document.js';
+import { chunksFromSpans } from './document.js';
 import { approxTokens, CHARS_PER_TOKEN } from './limits.js';
 import type { TextSpan } from './recursive-splitter.js';
 import type { AI4RAGChunk, ChunkingOptions } from './types.js';
@@ -107,20 +106,8 @@ export function splitFixed(text: string, options: FixedSplitOptions): TextSpan[]
  * `start_index`.
  */
 export function chunkFixed(doc: LoadedDocument, opts: ChunkingOptions): AI4RAGChunk[] {
-  const documentId = documentIdOf(doc);
-  return splitFixed(doc.text, { chunkSize: opts.chunkSize, chunkOverlap: opts.chunkOverlap }).map(
-    (span, i) => {
-      const sequenceNumber = i + 1;
-      return {
-        id: chunkId(documentId, sequenceNumber, span.text),
-        text: span.text,
-        metadata: {
-          document_id: documentId,
-          sequence_number: sequenceNumber,
-          start_index: span.startIndex,
-          ...userMetadataOf(doc),
-        },
-      };
-    },
+  return chunksFromSpans(
+    doc,
+    splitFixed(doc.text, { chunkSize: opts.chunkSize, chunkOverlap: opts.chunkOverlap }),
   );
 }

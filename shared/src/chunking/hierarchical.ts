@@ -1,6 +1,6 @@
 import type { LoadedDocument } from '../documents/types.js';
 import { chunkId } from './chunk-id.js';
-import { documentIdOf, userMetadataOf } from './document.js';
+import { documentIdOf, inStartOrder, userMetadataOf } from './document.js';
 import { splitTextWithStartIndex, type TextSpan } from './recursive-splitter.js';
 import type { AI4RAGChunk, ChunkingOptions } from './types.js';
 
@@ -8,14 +8,6 @@ import type { AI4RAGChunk, ChunkingOptions } from './types.js';
 export interface HierarchicalPiece {
   parent: TextSpan;
   children: TextSpan[];
-}
-
-/** Recursive spans in `start_index` order (a stable sort keeps split order on ties), like `recursive` chunking. */
-function ordered(spans: TextSpan[]): TextSpan[] {
-  return spans
-    .map((span, position) => ({ span, position }))
-    .sort((a, b) => a.span.startIndex - b.span.startIndex || a.position - b.position)
-    .map(({ span }) => span);
 }
 
 /**
@@ -28,12 +20,12 @@ export function splitHierarchical(
   text: string,
   options: { chunkSize: number; chunkOverlap: number; parentChunkSize: number },
 ): HierarchicalPiece[] {
-  const parents = ordered(
+  const parents = inStartOrder(
     splitTextWithStartIndex(text, { chunkSize: options.parentChunkSize, chunkOverlap: 0 }),
   );
   return parents.map((parent) => ({
     parent,
-    children: ordered(
+    children: inStartOrder(
       splitTextWithStartIndex(parent.text, {
         chunkSize: options.chunkSize,
         chunkOverlap: options.chunkOverlap,

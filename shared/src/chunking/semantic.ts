@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { LoadedDocument } from '../documents/types.js';
 import type { Embedder } from '../embeddings/types.js';
-import { chunkId } from './chunk-id.js';
-import { documentIdOf, userMetadataOf } from './document.js';
+import { chunksFromSpans } from './document.js';
 import { ChunkingValidationError } from './errors.js';
 import {
   approxTokens,
@@ -262,7 +261,6 @@ export class SemanticChunker {
 
   /** Chunks one (validated) document. */
   async chunk(doc: LoadedDocument): Promise<AI4RAGChunk[]> {
-    const documentId = documentIdOf(doc);
     const text = doc.text;
     const sentences = splitSentences(text);
     if (sentences.length === 0) return [];
@@ -277,20 +275,10 @@ export class SemanticChunker {
     }
     mergeSmall(units, distances, chunkSize, minChunkSize);
     rebalanceSmall(sentences, units, distances, chunkSize, minChunkSize);
-    return units.map((u, i) => {
-      const sequenceNumber = i + 1;
-      const chunkText = text.slice(u.start, u.end);
-      return {
-        id: chunkId(documentId, sequenceNumber, chunkText),
-        text: chunkText,
-        metadata: {
-          document_id: documentId,
-          sequence_number: sequenceNumber,
-          start_index: u.start,
-          ...userMetadataOf(doc),
-        },
-      };
-    });
+    return chunksFromSpans(
+      doc,
+      units.map((u) => ({ text: text.slice(u.start, u.end), startIndex: u.start })),
+    );
   }
 
   /**

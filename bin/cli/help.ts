@@ -495,6 +495,7 @@ export function globalHelp(): string {
     'Global options (each command lists those it takes; the others are refused):',
     ...(['store', 'data-dir', 'json', 'config'] as const).map(optionLine),
     '  -h, --help                    help (of a command: ai4rag <command> --help, or ai4rag help <command>)',
+    '  -V, --version                 the version (ai4rag-serverless <version>)',
     '',
     'Options also come from ai4rag.config.json in the current directory (or --config FILE): keys are the long',
     'flag names, e.g. {"data-dir": ".ai4rag", "collection": "ai4rag_handbook"}; flags override it.',

@@ -14,7 +14,6 @@ import { createExperimentIndexHandler } from '../../functions/experiment-index/h
 import { createExperimentPrepareHandler } from '../../functions/experiment-prepare/handler.js';
 import { createExperimentProposeHandler } from '../../functions/experiment-propose/handler.js';
 import { createExperimentRecordHandler } from '../../functions/experiment-record/handler.js';
-import { synthExperimentDefinition } from '../../lib/local-definition.js';
 import { Ai4ragError } from '../../shared/src/errors.js';
 
 // aws-local-stepfunctions 3 targets Node 22; Node 20 lacks Promise.withResolvers.
@@ -127,6 +126,8 @@ export async function runLocalExperiment(
   options: LocalExperimentOptions,
 ): Promise<LocalExperimentResult> {
   const { StateMachine } = await import('aws-local-stepfunctions');
+  // Loaded here, not at the top: synthesizing needs aws-cdk-lib (~1 s to load), which no other command uses.
+  const { synthExperimentDefinition } = await import('../../lib/local-definition.js');
   const { definition, functionIds } = synthExperimentDefinition(
     options.context === undefined ? {} : { context: options.context },
   );

@@ -244,6 +244,10 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       io.out(globalHelp());
       return 2;
     }
+    if (command === '--version' || command === '-V' || command === 'version') {
+      io.out(`ai4rag-serverless ${await packageVersion()}`);
+      return 0;
+    }
     if (command === 'help' || command === '--help' || command === '-h') {
       const topic = given[0];
       if (topic === undefined) {
@@ -324,6 +328,13 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     io.err(`ai4rag ${command}: unexpected error: ${(error as Error).stack ?? String(error)}`);
     return 1;
   }
+}
+
+/** The version in the package.json beside `bin/` (the one `npm ci` installed). */
+async function packageVersion(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  const path = new URL('../../package.json', import.meta.url);
+  return (JSON.parse(await readFile(path, 'utf8')) as { version: string }).version;
 }
 
 /** The chunking options' names as the flags that set them, for error messages. */

@@ -1,4 +1,4 @@
-import mammoth from 'mammoth';
+import type mammothModule from 'mammoth';
 import { getDocumentProxy } from 'unpdf';
 import { DocumentParseError } from './errors.js';
 import { parseHtml } from './html.js';
@@ -114,8 +114,15 @@ export interface DocxParseOptions {
   maxDepth?: number;
 }
 
-/** Images are dropped from the text anyway: never inflate them. */
-const skipImages = mammoth.images.imgElement(() => Promise.resolve({ src: '' }));
+type Mammoth = typeof mammothModule;
+let mammothLoaded: Promise<Mammoth> | undefined;
+/** mammoth and its zip stack (~80 modules) load on the first DOCX, not with every command that imports the parsers. */
+function loadMammoth(): Promise<Mammoth> {
+  mammothLoaded ??= import('mammoth').then(
+    (m) => (m as { default?: Mammoth }).default ?? (m as unknown as Mammoth),
+  );
+  return mammothLoaded;
+}
 
 /**
  * Converts a DOCX to HTML with mammoth and reuses the HTML parser, so Word headings (Heading1..6
@@ -148,10 +155,13 @@ export async function parseDocx(
     options.maxXmlBytes ?? DEFAULT_MAX_DOCX_XML_BYTES,
   );
   // mammoth's typings list only path/buffer/arrayBuffer inputs; its reader also takes an opened zip.
-  const input = { file } as unknown as Parameters<typeof mammoth.convertToHtml>[0];
+  const input = { file } as unknown as Parameters<Mammoth['convertToHtml']>[0];
   let html: string;
   try {
-    ({ value: html } = await mammoth.convertToHtml(input, { convertImage: skipImages }));
+    const mammoth = await loadMammoth();
+    // Images are dropped from the text anyway: never inflate them.
+    const convertImage = mammoth.images.imgElement(() => Promise.resolve({ src: '' }));
+    ({ value: html } = await mammoth.convertToHtml(input, { convertImage }));
   } catch (error: unknown) {
     if (error instanceof DocumentParseError) throw error;
     throw new DocumentParseError('corrupt', `${label}: not a valid DOCX (${messageOf(error)})`, {

@@ -4,7 +4,6 @@ import type { Embedder } from '../embeddings/types.js';
 import { ValidationError } from '../errors.js';
 import { pgVectorConfigFromEnv } from '../vectorstores/config.js';
 import { milvusConfigFromEnv } from '../vectorstores/milvus/config.js';
-import { MilvusVectorStore } from '../vectorstores/milvus/milvus-store.js';
 import { PgVectorStore } from '../vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../vectorstores/sql-client.js';
 import type { DistanceMetric, VectorStore } from '../vectorstores/types.js';
@@ -79,6 +78,8 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
     }
     case 'milvus': {
       // The store builds, owns and closes its client from the config (MILVUS_URI, MILVUS_TOKEN, MILVUS_SERVER_CERT).
+      // Loaded only for Milvus: the SDK (gRPC, protobuf) takes ~0.4 s to load.
+      const { MilvusVectorStore } = await import('../vectorstores/milvus/milvus-store.js');
       return MilvusVectorStore.create({
         config: milvusConfigFromEnv(options.env ?? {}),
         ...common,

@@ -2,6 +2,7 @@
  * Per-command help (`ai4rag <cmd> --help`, `ai4rag help <cmd>`), the global help's command list, and the global
  * options: each command takes or refuses each one, never silently ignores it.
  */
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_HELP, documentedOptions, OPTION_HELP } from '../../../bin/cli/help.js';
 import { COMMAND_OPTIONS, main } from '../../../bin/cli/main.js';
@@ -15,6 +16,28 @@ function capture() {
 const COMMANDS = Object.keys(COMMAND_HELP);
 
 describe('CLI help', () => {
+  it.each([['--version'], ['-V'], ['version']])(
+    'prints the package version for %s, exit 0, and lists the flag in the global help',
+    async (flagName) => {
+      // Arrange
+      const c = capture();
+      const { version } = JSON.parse(
+        await readFile(new URL('../../../package.json', import.meta.url), 'utf8'),
+      ) as { version: string };
+
+      // Act
+      const code = await main([flagName], c.io);
+      const help = capture();
+      await main(['--help'], help.io);
+
+      // Assess
+      expect(code).toBe(0);
+      expect(c.out).toEqual([`ai4rag-serverless ${version}`]);
+      expect(c.err).toEqual([]);
+      expect(help.out.join('\n')).toMatch(/^ {2}-V, --version {2,}/m);
+    },
+  );
+
   it('lists every command in the global help', async () => {
     // Arrange
     const c = capture();

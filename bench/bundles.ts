@@ -144,6 +144,51 @@ export async function buildBundle(fn: FunctionBundle, outdir?: string): Promise<
 }
 
 /**
+ * Builds many functions' bundles: one esbuild run per distinct bundling contents, every entry of that run parsed
+ * once (without code splitting each output is whole, as in {@link buildBundle}). Not written to disk.
+ * @returns each function's bundle, by its construct id.
+ */
+export async function buildBundles(
+  fns: readonly FunctionBundle[],
+): Promise<Map<string, BuiltBundle>> {
+  const groups = new Map<string, FunctionBundle[]>();
+  for (const fn of fns) {
+    const key = JSON.stringify(fn.contents);
+    groups.set(key, [...(groups.get(key) ?? []), fn]);
+  }
+  const built = new Map<string, BuiltBundle>();
+  for (const group of groups.values()) {
+    const first = group[0] as FunctionBundle;
+    const entries = [...new Set(group.map((fn) => fn.entry))];
+    const result = await build({
+      ...esbuildOptionsOf(bundlingOptions(first.contents)),
+      entryPoints: entries.map((entry) => resolve(REPO_ROOT, entry)),
+      outdir: '/nonexistent',
+      absWorkingDir: REPO_ROOT,
+      write: false,
+      metafile: true,
+    });
+    for (const fn of group) {
+      const output = Object.entries(result.metafile.outputs).find(
+        ([, o]) =>
+          o.entryPoint !== undefined &&
+          resolve(REPO_ROOT, o.entryPoint) === resolve(REPO_ROOT, fn.entry),
+      );
+      if (output === undefined) throw new Error(`no output for ${fn.entry}`);
+      const [file, out] = output;
+      const packages = new Map<string, number>();
+      for (const [input, { bytesInOutput }] of Object.entries(out.inputs)) {
+        if (bytesInOutput === 0) continue;
+        const name = packageOf(input);
+        packages.set(name, (packages.get(name) ?? 0) + bytesInOutput);
+      }
+      built.set(fn.id, { file, bytes: out.bytes, metafile: result.metafile, packages });
+    }
+  }
+  return built;
+}
+
+/**
  * Milliseconds to import a built bundle in a fresh `node` process with a minimal environment (PATH and a
  * region: what any Lambda has), measured inside that process around the `import()` (process start excluded).
  */

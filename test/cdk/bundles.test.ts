@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type BuiltBundle,
   buildBundle,
+  buildBundles,
   type FunctionBundle,
   functionBundles,
   packageOf,
@@ -112,10 +113,11 @@ describe('Lambda bundles', () => {
     for (const b of pgvector) distinct.set(`${b.entry}|${JSON.stringify(b.contents)}`, b);
     expect(distinct.size).toBeGreaterThanOrEqual(12);
     const offending: string[] = [];
-    for (const fn of distinct.values()) {
-      const bundle = await buildBundle(fn);
+    const built = await buildBundles([...distinct.values()]);
+    expect(built.size).toBe(distinct.size);
+    for (const [id, bundle] of built) {
       for (const p of shipped(bundle)) {
-        if ([...PGLITE, ...MILVUS_STACK].includes(p)) offending.push(`${fn.id}: ${p}`);
+        if ([...PGLITE, ...MILVUS_STACK].includes(p)) offending.push(`${id}: ${p}`);
       }
     }
     expect(offending).toEqual([]);

@@ -1,6 +1,5 @@
 import type { AI4RAGChunk } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
-import { Ai4ragError, NotFoundError } from '../../errors.js';
 import { type TermStats, termStatsFromCounts } from '../../generation/term-stats.js';
 import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
@@ -8,7 +7,6 @@ import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
 import {
   checkDocumentRecord,
   checkListLimit,
-  EmbeddingModelMismatchError,
   VectorStoreConfigError,
   VectorStoreError,
   WriteEndedError,
@@ -46,6 +44,7 @@ import type {
   VersionedCommit,
   WriteOutcome,
 } from '../types.js';
+import { annIndexValid } from './ann-index.js';
 import {
   BM25_DIM,
   bm25DocWeights,
@@ -67,13 +66,12 @@ import {
 } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
 import {
-  createCollectionTables,
-  createRegistry,
-  dropPgCollection,
-  missingSchema,
-  REGISTRY_TABLE,
-  SCHEMA_LOCK_TIMEOUT_MS,
-} from './schema.js';
+  lockRegistry,
+  type OpenedCollection,
+  openCollection,
+  type RegistryRow,
+} from './registry.js';
+import { dropPgCollection, REGISTRY_TABLE } from './schema.js';
 import {
   type ChunkRow,
   exactKeywordSearch,
@@ -84,6 +82,7 @@ import {
   vectorLiteral,
   vectorSearch,
 } from './search.js';
+import { checkNumber, runOperation, sqlState } from './store-context.js';
 
 export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
 export { distanceToScore, vectorLiteral } from './search.js';
@@ -146,19 +145,6 @@ export interface PgVectorStoreOptions {
   createIfMissing?: boolean;
 }
 
-interface RegistryRow {
-  dimension: number;
-  distance: string;
-  embedding_model: string;
-  analyzer_version: string;
-  bm25_k1: number;
-  bm25_b: number;
-  bm25_avgdl_weighted: number | null;
-  n: number;
-  total: number;
-  df_pending: boolean;
-}
-
 interface DocRow {
   document_id: string;
   content_hash: string;
@@ -199,26 +185,6 @@ function sortedWeights(weights: ReadonlyMap<number, number>): SortedWeights {
 
 function sortedLiteral(w: SortedWeights): string {
   return `{${w.indices.map((i, j) => `${i}:${w.values[j]}`).join(',')}}/${BM25_DIM}`;
-}
-
-function sqlState(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-function checkNumber(name: string, v: number, min: number, max: number, integer: boolean): number {
-  if (
-    typeof v !== 'number' ||
-    !Number.isFinite(v) ||
-    v < min ||
-    v > max ||
-    (integer && !Number.isInteger(v))
-  ) {
-    throw new VectorStoreConfigError(
-      `${name} must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}], got ${String(v)}`,
-    );
-  }
-  return v;
 }
 
 function toHit(row: ChunkRow, score?: number): SearchHit {
@@ -301,7 +267,6 @@ export class PgVectorStore implements VectorStore {
   private readonly embedder: Embedder;
   private readonly key: string;
   private readonly table: string;
-  private readonly createIfMissing: boolean;
   private readonly dfTable: string;
   /** Append-only log of document-frequency changes, folded into `dfTable` before the next keyword search. */
   private readonly dfLog: string;
@@ -321,30 +286,34 @@ export class PgVectorStore implements VectorStore {
   private readonly reweightTolerance: number;
   private readonly logger: (message: string) => void;
   private readonly ownsClient: boolean;
-  private annIndex = false;
+  private annIndex: boolean;
   /** When the catalogue was last asked whether another process built the index (ms since the epoch). */
-  private annCheckedAt = 0;
+  private annCheckedAt: number;
   /** The server is PGlite (directly or over pglite-socket): no concurrent index builds. */
-  private pglite = false;
+  private readonly pglite: boolean;
   /** Whether bulk writes use the client's binary COPY (not through pglite-socket, whose protocol lacks it). */
-  private useCopy = false;
-  private iterativeScan = false;
+  private readonly useCopy: boolean;
+  private readonly iterativeScan: boolean;
   /**
    * Opened by a reader without write privileges (e.g. `ai4rag_reader`): keyword search then reads the statistics
    * log instead of folding it, and nothing is written.
    */
-  private readOnly = false;
+  private readonly readOnly: boolean;
   private warnedExactScan = false;
   private closed = false;
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(options: PgVectorStoreOptions, name: string) {
-    this.createIfMissing = options.createIfMissing ?? true;
+  private constructor(
+    options: PgVectorStoreOptions & { distance: DistanceMetric },
+    name: string,
+    t: CollectionTables,
+    opened: OpenedCollection,
+  ) {
     this.client = options.client;
     this.embedder = options.embedder;
     this.collectionName = name;
-    this.key = name.toLowerCase();
-    this.t = collectionTables(this.key);
+    this.key = t.key;
+    this.t = t;
     this.table = this.t.table;
     this.dfTable = this.t.dfTable;
     this.dfLog = this.t.dfLog;
@@ -352,7 +321,7 @@ export class PgVectorStore implements VectorStore {
     this.writesTable = this.t.writesTable;
     this.visible = this.t.visible;
     this.hnswIndex = this.t.hnswIndex;
-    this.distance = options.distance ?? 'cosine';
+    this.distance = options.distance;
     this.dimension = options.embedder.dimension;
     this.annMinRows = options.annMinRows ?? 20_000;
     this.hybridCandidates = options.hybridCandidates ?? 100;
@@ -363,6 +332,12 @@ export class PgVectorStore implements VectorStore {
     this.reweightTolerance = options.bm25?.reweightTolerance ?? 0.1;
     this.logger = options.logger ?? (() => {});
     this.ownsClient = options.ownsClient ?? false;
+    this.annIndex = opened.annIndex;
+    this.annCheckedAt = opened.annCheckedAt;
+    this.pglite = opened.pglite;
+    this.useCopy = opened.useCopy;
+    this.iterativeScan = opened.iterativeScan;
+    this.readOnly = opened.readOnly;
   }
 
   /**
@@ -387,175 +362,38 @@ export class PgVectorStore implements VectorStore {
     checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
     checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
     checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
-    const store = new PgVectorStore({ ...options, distance }, name);
-    await store.run('open collection', () => store.init());
+    const t = collectionTables(name.toLowerCase());
+    const opened = await runOperation(name, 'open collection', () =>
+      openCollection({
+        client: options.client,
+        t,
+        collectionName: name,
+        embedder: options.embedder,
+        distance,
+        k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,
+        b: options.bm25?.b ?? DEFAULT_BM25_B,
+        createIfMissing: options.createIfMissing ?? true,
+        logger: options.logger ?? (() => {}),
+      }),
+    );
+    const store = new PgVectorStore({ ...options, distance }, name, t, opened);
+    if (opened.reg.analyzer_version !== ANALYZER_VERSION) {
+      await store.run('open collection', async () => {
+        if (store.readOnly) {
+          throw new VectorStoreError(
+            `collection ${name} was indexed with analyzer ${opened.reg.analyzer_version}, not ${ANALYZER_VERSION}: ` +
+              're-run an ingestion into it (unchanged documents are skipped) as a writer to re-weight it',
+          );
+        }
+        await store.refreshBm25(true);
+      });
+    }
     return store;
   }
 
-  private async init(): Promise<void> {
-    const c = this.client;
-    if (!this.createIfMissing) {
-      const exists = await c.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
-        REGISTRY_TABLE,
-      ]);
-      const row =
-        exists.rows[0]?.t == null
-          ? undefined
-          : (
-              await c.query<{ name: string }>(
-                `SELECT name FROM ${REGISTRY_TABLE} WHERE name = $1`,
-                [this.key],
-              )
-            ).rows[0];
-      if (row === undefined) {
-        throw new NotFoundError(
-          `collection ${this.collectionName} does not exist (ingest documents into it first)`,
-        );
-      }
-    }
-    const ext = await c.query<{ extversion: string }>(
-      `SELECT extversion FROM pg_extension WHERE extname = 'vector'`,
-    );
-    let version = ext.rows[0]?.extversion;
-    if (version === undefined) {
-      if (!this.createIfMissing) {
-        throw new VectorStoreError(
-          'the pgvector extension is not installed (the deployment creates it; locally, any writer does)',
-        );
-      }
-      try {
-        await c.query('CREATE EXTENSION IF NOT EXISTS vector');
-      } catch (error: unknown) {
-        throw new VectorStoreError(
-          'the pgvector extension is not installed and cannot be created',
-          {
-            cause: error,
-          },
-        );
-      }
-      const again = await c.query<{ extversion: string }>(
-        `SELECT extversion FROM pg_extension WHERE extname = 'vector'`,
-      );
-      version = again.rows[0]?.extversion ?? '0';
-    }
-    const [major = 0, minor = 0] = version.split('.').map((p) => Number.parseInt(p, 10));
-    this.iterativeScan = major > 0 || minor >= 8;
-
-    // Schema changes only where something is missing (one catalogue read otherwise), and never by a reader:
-    // DDL takes ACCESS EXCLUSIVE locks that would queue every search behind it.
-    const missing = await missingSchema(this.client, this.t);
-    if (missing.length > 0) {
-      if (!this.createIfMissing) {
-        throw new VectorStoreError(
-          `collection ${this.collectionName} needs a schema migration (missing ${missing.join(', ')}): ` +
-            're-run an ingestion into it (unchanged documents are skipped) as a user allowed to change the schema (ai4rag_writer)',
-        );
-      }
-      await c.transaction(async (tx) => {
-        // Fail fast rather than queue behind (and in front of) running queries; the caller retries.
-        await tx.query(`SET LOCAL lock_timeout = ${SCHEMA_LOCK_TIMEOUT_MS}`);
-        // One schema change at a time across processes (concurrent CREATE TABLE IF NOT EXISTS races).
-        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-          `${REGISTRY_TABLE}:schema`,
-        ]);
-        await createRegistry(tx);
-        // Checked before the tables are created, so a mismatching collection gets no table of the wrong dimension.
-        this.checkCompatible(await this.registerCollection(tx));
-        await createCollectionTables(tx, this.t, this.dimension, (m) =>
-          this.logger(`collection ${this.collectionName}: ${m}`),
-        );
-      });
-    }
-    const reg = this.createIfMissing
-      ? await c.transaction((tx) => this.registerCollection(tx))
-      : await this.lockRegistry(c, false);
-    this.checkCompatible(reg);
-    this.readOnly = !this.createIfMissing && !(await this.canWrite());
-    const idx = await c.query<{ one: number }>(
-      `SELECT 1 AS one FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`,
-      [this.hnswIndex.slice(1, -1)],
-    );
-    this.annIndex = idx.rows.length > 0 && (await this.annIndexValid());
-    this.annCheckedAt = Date.now();
-    const serverVersion = await c.query<{ v: string }>('SELECT version() AS v');
-    this.pglite = c.dialect === 'pglite' || String(serverVersion.rows[0]?.v).includes('PGlite');
-    if (c.copyFrom !== undefined) {
-      this.useCopy = c.dialect === 'pglite' || !String(serverVersion.rows[0]?.v).includes('PGlite');
-    }
-    if (reg.analyzer_version !== ANALYZER_VERSION) {
-      if (this.readOnly) {
-        throw new VectorStoreError(
-          `collection ${this.collectionName} was indexed with analyzer ${reg.analyzer_version}, not ${ANALYZER_VERSION}: ` +
-            're-run an ingestion into it (unchanged documents are skipped) as a writer to re-weight it',
-        );
-      }
-      await this.refreshBm25(true);
-    }
-  }
-
-  /** Whether this session may write the collection (a read-only role may not: it then never folds statistics). */
-  private async canWrite(): Promise<boolean> {
-    const res = await this.client.query<{ ok: boolean }>(
-      `SELECT has_table_privilege(to_regclass(quote_ident($1)), 'UPDATE')
-          AND has_table_privilege(to_regclass(quote_ident($2)), 'INSERT')
-          AND has_table_privilege(to_regclass(quote_ident($3)), 'DELETE') AS ok`,
-      [REGISTRY_TABLE, this.table.slice(1, -1), this.dfLog.slice(1, -1)],
-    );
-    return res.rows[0]?.ok === true;
-  }
-
-  /** Inserts this collection's registry row when absent and returns it, row-locked (`tx` is a transaction). */
-  private async registerCollection(tx: SqlClient): Promise<RegistryRow> {
-    await tx.query(
-      `INSERT INTO ${REGISTRY_TABLE} (name, dimension, distance, embedding_model, analyzer_version, bm25_k1, bm25_b)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING`,
-      [
-        this.key,
-        this.dimension,
-        this.distance,
-        this.embedder.modelId,
-        ANALYZER_VERSION,
-        this.k1,
-        this.b,
-      ],
-    );
-    return this.lockRegistry(tx);
-  }
-
-  /** Refuses to mix vectors: the registry row must match this store's dimension, distance and model. */
-  private checkCompatible(row: RegistryRow): void {
-    // The model first: a reader told which model the collection holds can reopen it with that one.
-    if (row.embedding_model !== this.embedder.modelId) {
-      throw new EmbeddingModelMismatchError(
-        this.collectionName,
-        row.embedding_model,
-        this.embedder.modelId,
-      );
-    }
-    if (row.dimension !== this.dimension) {
-      throw new VectorStoreError(
-        `collection ${this.collectionName} holds ${row.dimension}-dimensional vectors; the embedder produces ${this.dimension}`,
-      );
-    }
-    if (row.distance !== this.distance) {
-      throw new VectorStoreError(
-        `collection ${this.collectionName} uses distance ${row.distance}, not ${this.distance}`,
-      );
-    }
-  }
-
   /** Wraps foreign errors; the message names the operation, never SQL text or values. */
-  private async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (error: unknown) {
-      if (error instanceof Ai4ragError) throw error;
-      const code = sqlState(error);
-      throw new VectorStoreError(
-        `${operation} failed on collection ${this.collectionName}${code ? ` (SQLSTATE ${code})` : ''}`,
-        { cause: error },
-      );
-    }
+  private run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    return runOperation(this.collectionName, operation, fn);
   }
 
   /** Serializes this store's writes (statistics are read-modify-write). */
@@ -567,23 +405,6 @@ export class PgVectorStore implements VectorStore {
 
   private assertOpen(): void {
     if (this.closed) throw new VectorStoreError(`store for ${this.collectionName} is closed`);
-  }
-
-  /** Reads (and, inside a transaction, row-locks across processes) the registry row. */
-  private async lockRegistry(tx: SqlClient, lock = true): Promise<RegistryRow> {
-    const res = await tx.query<RegistryRow>(
-      `SELECT dimension, distance, embedding_model, analyzer_version, bm25_k1, bm25_b, bm25_avgdl_weighted,
-              chunk_count::float8 AS n, token_total::float8 AS total, df_pending
-       FROM ${REGISTRY_TABLE} WHERE name = $1${lock ? ' FOR UPDATE' : ''}`,
-      [this.key],
-    );
-    const row = res.rows[0];
-    if (row === undefined) {
-      throw new VectorStoreError(
-        `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
-      );
-    }
-    return row;
   }
 
   /**
@@ -667,7 +488,7 @@ export class PgVectorStore implements VectorStore {
   ): Promise<void> {
     if (version !== '') await this.holdWrite(tx, version);
     // Read without a lock: the counts only seed avgdl; their changes go to the append-only log.
-    const reg = await this.lockRegistry(tx, false);
+    const reg = await lockRegistry(tx, this.t, this.collectionName, false);
     const ids = batch.map((r) => r.chunk.id);
     const existing = await tx.query<{ id: string; content: string }>(
       `SELECT id, content FROM ${this.table} WHERE version = $2 AND id = ANY($1::text[])`,
@@ -904,12 +725,8 @@ export class PgVectorStore implements VectorStore {
   }
 
   /** Whether the HNSW index exists and is valid (a failed concurrent build leaves an invalid one). */
-  private async annIndexValid(): Promise<boolean> {
-    const res = await this.client.query<{ valid: boolean }>(
-      `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
-      [this.hnswIndex.slice(1, -1)],
-    );
-    return res.rows[0]?.valid === true;
+  private annIndexValid(): Promise<boolean> {
+    return annIndexValid(this.client, this.t);
   }
 
   /**
@@ -1148,7 +965,7 @@ export class PgVectorStore implements VectorStore {
       }
       return row;
     }
-    const reg = await this.lockRegistry(this.client, false);
+    const reg = await lockRegistry(this.client, this.t, this.collectionName, false);
     const log = await this.client.query<{ pending: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending`,
     );
@@ -1158,15 +975,17 @@ export class PgVectorStore implements VectorStore {
       await this.exclusive(() =>
         this.run('BM25 statistics', () =>
           this.client.transaction(async (tx) => {
-            await this.lockRegistry(tx);
+            await lockRegistry(tx, this.t, this.collectionName);
             await foldDf(tx, this.t);
           }),
         ),
       );
     }
-    const folded = pending ? await this.lockRegistry(this.client, false) : reg;
+    const folded = pending
+      ? await lockRegistry(this.client, this.t, this.collectionName, false)
+      : reg;
     if (this.isStale(folded)) await this.refreshBm25(false);
-    return this.lockRegistry(this.client, false);
+    return lockRegistry(this.client, this.t, this.collectionName, false);
   }
 
   private isStale(reg: RegistryRow): boolean {
@@ -1193,7 +1012,7 @@ export class PgVectorStore implements VectorStore {
           // the registry), so a re-weighting and a first write cannot deadlock.
           const bulk = keywordIndexBulk(this.kw);
           for (const sql of bulk.begin) await tx.query(sql);
-          const reg = await this.lockRegistry(tx);
+          const reg = await lockRegistry(tx, this.t, this.collectionName);
           const rebuild = analyzerChanged || reg.analyzer_version !== ANALYZER_VERSION;
           if (!rebuild && !this.isStale(reg)) return;
           let n = reg.n;

@@ -1,0 +1,87 @@
+/**
+ * What the modules of a `PgVectorStore` are given instead of the store: its client and object names, its settings,
+ * and its two wrappers (`run`: foreign errors become a `VectorStoreError` naming the operation; `exclusive`: the
+ * store's writes one at a time). Also the small checks they share (SQLSTATE of an error, numeric options).
+ */
+import { Ai4ragError } from '../../errors.js';
+import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
+import type { SqlClient } from '../sql-client.js';
+import type { DistanceMetric } from '../types.js';
+import type { CollectionTables } from './names.js';
+
+/** BM25 parameters of a store (see `PgVectorStoreOptions.bm25`). */
+export interface Bm25Settings {
+  k1: number;
+  b: number;
+  /** Relative avgdl drift tolerated before every document is re-weighted. */
+  reweightTolerance: number;
+}
+
+/** A store's context: fixed once the collection is open. */
+export interface StoreContext {
+  client: SqlClient;
+  /** The collection's object names (`t.key`: its registry key). */
+  t: CollectionTables;
+  /** The collection's name as given (for messages). */
+  collectionName: string;
+  dimension: number;
+  distance: DistanceMetric;
+  bm25: Bm25Settings;
+  logger: (message: string) => void;
+  /** Bulk writes use the client's binary COPY. */
+  useCopy: boolean;
+  /** Opened without write privileges: keyword search reads the statistics log instead of folding it. */
+  readOnly: boolean;
+  /** The server is PGlite (one connection: no concurrent index builds, no parallel statements). */
+  pglite: boolean;
+  /** Wraps foreign errors; the message names the operation, never SQL text or values. */
+  run<T>(operation: string, fn: () => Promise<T>): Promise<T>;
+  /** Serializes the store's writes (statistics are read-modify-write). */
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/** The SQLSTATE of a driver error, if it carries one. */
+export function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** Runs `fn`, turning a foreign error into a {@link VectorStoreError} naming the operation and collection. */
+export async function runOperation<T>(
+  collectionName: string,
+  operation: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (error: unknown) {
+    if (error instanceof Ai4ragError) throw error;
+    const code = sqlState(error);
+    throw new VectorStoreError(
+      `${operation} failed on collection ${collectionName}${code ? ` (SQLSTATE ${code})` : ''}`,
+      { cause: error },
+    );
+  }
+}
+
+/** Returns `v` when it is a finite number (an integer when `integer`) in [min, max]; else throws. */
+export function checkNumber(
+  name: string,
+  v: number,
+  min: number,
+  max: number,
+  integer: boolean,
+): number {
+  if (
+    typeof v !== 'number' ||
+    !Number.isFinite(v) ||
+    v < min ||
+    v > max ||
+    (integer && !Number.isInteger(v))
+  ) {
+    throw new VectorStoreConfigError(
+      `${name} must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}], got ${String(v)}`,
+    );
+  }
+  return v;
+}

@@ -44,7 +44,7 @@ import type {
   VersionedCommit,
   WriteOutcome,
 } from '../types.js';
-import { annIndexValid } from './ann-index.js';
+import { type AnnState, buildIndex, noticeAnnIndex, refreshAnnIndex } from './ann-index.js';
 import {
   BM25_DIM,
   bm25DocWeights,
@@ -82,31 +82,18 @@ import {
   vectorLiteral,
   vectorSearch,
 } from './search.js';
-import { checkNumber, runOperation, sqlState } from './store-context.js';
+import { checkNumber, runOperation, type StoreContext, sqlState } from './store-context.js';
 
+export { MAX_HNSW_DIMENSION } from './ann-index.js';
 export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
 export { distanceToScore, vectorLiteral } from './search.js';
 
-/** How often a store without an ANN index asks the catalogue whether one was built meanwhile. */
-const ANN_RECHECK_MS = 30_000;
-/** `maintenance_work_mem` of an index build: HNSW builds slow down sharply once the graph outgrows it. */
-const INDEX_BUILD_MEMORY = '256MB';
-
 /** Rows per upsert statement (ai4rag's PGVector batch size). */
 export const UPSERT_BATCH_SIZE = 1024;
-/** Largest dimension pgvector's HNSW index accepts for `vector`; above it the store scans exactly. */
-export const MAX_HNSW_DIMENSION = 2000;
 /** Largest `vector` dimension pgvector stores. */
 export const MAX_VECTOR_DIMENSION = 16000;
 
 const REWEIGHT_BATCH = 1000;
-
-const OPCLASS: Record<DistanceMetric, string> = {
-  cosine: 'vector_cosine_ops',
-  l2: 'vector_l2_ops',
-  l1: 'vector_l1_ops',
-  inner_product: 'vector_ip_ops',
-};
 
 /** Options of {@link PgVectorStore.create}. */
 export interface PgVectorStoreOptions {
@@ -275,7 +262,6 @@ export class PgVectorStore implements VectorStore {
   private readonly writesTable: string;
   /** SQL condition (on the chunk table, unaliased) that a row belongs to no staged write. */
   private readonly visible: string;
-  private readonly hnswIndex: string;
   private readonly annMinRows: number;
   private readonly hybridCandidates: number;
   private readonly keywordDepth: number;
@@ -286,9 +272,9 @@ export class PgVectorStore implements VectorStore {
   private readonly reweightTolerance: number;
   private readonly logger: (message: string) => void;
   private readonly ownsClient: boolean;
-  private annIndex: boolean;
-  /** When the catalogue was last asked whether another process built the index (ms since the epoch). */
-  private annCheckedAt: number;
+  private readonly ann: AnnState;
+  /** What the modules are given (names, client, settings, `run` and `exclusive`). */
+  private readonly ctx: StoreContext;
   /** The server is PGlite (directly or over pglite-socket): no concurrent index builds. */
   private readonly pglite: boolean;
   /** Whether bulk writes use the client's binary COPY (not through pglite-socket, whose protocol lacks it). */
@@ -299,7 +285,6 @@ export class PgVectorStore implements VectorStore {
    * log instead of folding it, and nothing is written.
    */
   private readonly readOnly: boolean;
-  private warnedExactScan = false;
   private closed = false;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -320,7 +305,6 @@ export class PgVectorStore implements VectorStore {
     this.docTable = this.t.docTable;
     this.writesTable = this.t.writesTable;
     this.visible = this.t.visible;
-    this.hnswIndex = this.t.hnswIndex;
     this.distance = options.distance;
     this.dimension = options.embedder.dimension;
     this.annMinRows = options.annMinRows ?? 20_000;
@@ -332,12 +316,25 @@ export class PgVectorStore implements VectorStore {
     this.reweightTolerance = options.bm25?.reweightTolerance ?? 0.1;
     this.logger = options.logger ?? (() => {});
     this.ownsClient = options.ownsClient ?? false;
-    this.annIndex = opened.annIndex;
-    this.annCheckedAt = opened.annCheckedAt;
+    this.ann = { valid: opened.annIndex, checkedAt: opened.annCheckedAt, warnedExactScan: false };
     this.pglite = opened.pglite;
     this.useCopy = opened.useCopy;
     this.iterativeScan = opened.iterativeScan;
     this.readOnly = opened.readOnly;
+    this.ctx = {
+      client: this.client,
+      t,
+      collectionName: name,
+      dimension: this.dimension,
+      distance: this.distance,
+      bm25: { k1: this.k1, b: this.b, reweightTolerance: this.reweightTolerance },
+      logger: this.logger,
+      useCopy: this.useCopy,
+      readOnly: this.readOnly,
+      pglite: this.pglite,
+      run: <T>(operation: string, fn: () => Promise<T>) => this.run(operation, fn),
+      exclusive: <T>(fn: () => Promise<T>) => this.exclusive(fn),
+    };
   }
 
   /**
@@ -709,7 +706,7 @@ export class PgVectorStore implements VectorStore {
     limit: number,
     filter: FilterNode | undefined,
   ): Promise<ScoredRow[]> {
-    await this.refreshAnnIndex();
+    await refreshAnnIndex(this.ctx, this.ann);
     return vectorSearch(this.searchContext(), qvec, limit, filter);
   }
 
@@ -718,44 +715,10 @@ export class PgVectorStore implements VectorStore {
       client: this.client,
       t: this.t,
       distance: this.distance,
-      annIndex: this.annIndex,
+      annIndex: this.ann.valid,
       iterativeScan: this.iterativeScan,
       keywordDepth: this.keywordDepth,
     };
-  }
-
-  /** Whether the HNSW index exists and is valid (a failed concurrent build leaves an invalid one). */
-  private annIndexValid(): Promise<boolean> {
-    return annIndexValid(this.client, this.t);
-  }
-
-  /**
-   * Notices an index another process built (at most every {@link ANN_RECHECK_MS}), never builds one: a search
-   * scans exactly until the index is valid.
-   */
-  private async refreshAnnIndex(): Promise<void> {
-    if (this.annIndex || this.dimension > MAX_HNSW_DIMENSION) {
-      if (this.dimension > MAX_HNSW_DIMENSION && !this.warnedExactScan) {
-        this.warnedExactScan = true;
-        this.logger(
-          `collection ${this.collectionName}: ${this.dimension} dimensions exceed HNSW's ${MAX_HNSW_DIMENSION}; using exact scan`,
-        );
-      }
-      return;
-    }
-    if (Date.now() - this.annCheckedAt < ANN_RECHECK_MS) return;
-    this.annCheckedAt = Date.now();
-    this.annIndex = await this.annIndexValid();
-  }
-
-  /** Rows in the collection: the registry's count plus the changes still in the statistics log. */
-  private async rowCount(): Promise<number> {
-    const rows = await this.client.query<{ n: number }>(
-      `SELECT (r.chunk_count + COALESCE((SELECT sum(delta) FROM ${this.dfLog} WHERE term = ${N_TERM}), 0))::float8 AS n
-       FROM ${REGISTRY_TABLE} r WHERE r.name = $1`,
-      [this.key],
-    );
-    return Number(rows.rows[0]?.n ?? 0);
   }
 
   /**
@@ -767,82 +730,7 @@ export class PgVectorStore implements VectorStore {
    */
   async buildIndex(options: BuildIndexOptions = {}): Promise<IndexBuildResult> {
     this.assertOpen();
-    const started = performance.now();
-    const lockTimeoutMs = checkNumber(
-      'lockTimeoutMs',
-      options.lockTimeoutMs ?? 5000,
-      1,
-      3_600_000,
-      true,
-    );
-    const done = (built: boolean, rows: number, reason: string): IndexBuildResult => ({
-      built,
-      rows,
-      seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
-      reason,
-    });
-    const rows = await this.run('count rows', () => this.rowCount());
-    if (this.dimension > MAX_HNSW_DIMENSION) {
-      return done(
-        false,
-        rows,
-        `dimension ${this.dimension} exceeds HNSW's ${MAX_HNSW_DIMENSION}: exact scan`,
-      );
-    }
-    if (!options.force && rows < this.annMinRows) {
-      return done(false, rows, `below threshold (${rows} of ${this.annMinRows} rows): exact scan`);
-    }
-    if (await this.run('check index', () => this.annIndexValid())) {
-      this.annIndex = true;
-      return done(false, rows, 'exists');
-    }
-    const create = (concurrently: boolean) =>
-      `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${this.hnswIndex} ON ${this.table}
-       USING hnsw (embedding ${OPCLASS[this.distance]}) WITH (m = 16, ef_construction = 64)`;
-    if (this.pglite || this.client.session === undefined) {
-      await this.exclusive(() =>
-        this.run('build index', async () => {
-          await this.client.query(`DROP INDEX IF EXISTS ${this.hnswIndex}`);
-          await this.client.query(create(false));
-        }),
-      );
-    } else {
-      const outcome = await this.run('build index', () =>
-        (this.client.session as NonNullable<SqlClient['session']>)(async (c) => {
-          await c.query(`SET lock_timeout = ${lockTimeoutMs}`);
-          await c.query(`SET maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`);
-          // One builder per collection (two concurrent builds deadlock): a session-level advisory lock, released
-          // with the connection, which a session never returns to the pool.
-          const lock = await c.query<{ ok: boolean }>(
-            'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
-            [`${this.key}:index`],
-          );
-          if (lock.rows[0]?.ok !== true) return 'busy';
-          if (await this.annIndexValid()) return 'exists';
-          const leftover = await c.query<{ valid: boolean }>(
-            `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
-            [this.hnswIndex.slice(1, -1)],
-          );
-          if (leftover.rows[0]?.valid === false) {
-            await c.query(`DROP INDEX CONCURRENTLY IF EXISTS ${this.hnswIndex}`);
-          }
-          await c.query(create(true));
-          return 'done';
-        }),
-      );
-      if (outcome === 'busy') return done(false, rows, 'being built by another session');
-      if (outcome === 'exists') {
-        this.annIndex = true;
-        return done(false, rows, 'exists');
-      }
-    }
-    this.annIndex = await this.run('check index', () => this.annIndexValid());
-    this.annCheckedAt = Date.now();
-    const result = done(this.annIndex, rows, this.annIndex ? 'built' : 'build left no valid index');
-    this.logger(
-      `collection ${this.collectionName}: HNSW index ${result.reason} (${rows} rows, ${result.seconds} s)`,
-    );
-    return result;
+    return buildIndex(this.ctx, this.ann, this.annMinRows, options);
   }
 
   /** BM25 top-`limit` rows (score > 0), best first. */
@@ -1695,10 +1583,7 @@ export class PgVectorStore implements VectorStore {
   async stats(): Promise<CollectionStats> {
     this.assertOpen();
     // Stats read the catalogue: an index another session built counts at once.
-    if (!this.annIndex && this.dimension <= MAX_HNSW_DIMENSION) {
-      this.annIndex = await this.run('check index', () => this.annIndexValid());
-      this.annCheckedAt = Date.now();
-    }
+    await noticeAnnIndex(this.ctx, this.ann);
     const res = await this.run('stats', () =>
       this.client.query<{ documents: number; chunks: number }>(
         `SELECT (SELECT count(*) FROM ${this.docTable} WHERE deleted_at IS NULL)::int AS documents,
@@ -1712,7 +1597,7 @@ export class PgVectorStore implements VectorStore {
       dimension: this.dimension,
       distance: this.distance,
       embeddingModel: this.embedder.modelId,
-      annIndex: this.annIndex,
+      annIndex: this.ann.valid,
     };
   }
 

@@ -1,6 +1,6 @@
 import type { AI4RAGChunk } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
-import { type TermStats, termStatsFromCounts } from '../../generation/term-stats.js';
+import type { TermStats } from '../../generation/term-stats.js';
 import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
@@ -51,26 +51,19 @@ import {
   bm25Idf,
   DEFAULT_BM25_B,
   DEFAULT_BM25_K1,
-  sparseLiteral,
   termFrequencies,
-  termId,
 } from './bm25.js';
-import { applyDf, foldDf, logDf, N_TERM, TOTAL_TERM } from './bm25-stats.js';
+import { foldIfIdle, queryStatistics, refreshBm25, termStats } from './bm25-refresh.js';
+import { logDf } from './bm25-stats.js';
 import { type ChunkRow as CopyRow, encodeChunkRows } from './copy-binary.js';
 import {
   DEFAULT_KEYWORD_DEPTH,
   type KeywordIndexNames,
   keywordIndexBackfill,
-  keywordIndexBulk,
   keywordIndexMismatchSql,
 } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
-import {
-  lockRegistry,
-  type OpenedCollection,
-  openCollection,
-  type RegistryRow,
-} from './registry.js';
+import { lockRegistry, type OpenedCollection, openCollection } from './registry.js';
 import { dropPgCollection, REGISTRY_TABLE } from './schema.js';
 import {
   type ChunkRow,
@@ -92,8 +85,6 @@ export { distanceToScore, vectorLiteral } from './search.js';
 export const UPSERT_BATCH_SIZE = 1024;
 /** Largest `vector` dimension pgvector stores. */
 export const MAX_VECTOR_DIMENSION = 16000;
-
-const REWEIGHT_BATCH = 1000;
 
 /** Options of {@link PgVectorStore.create}. */
 export interface PgVectorStoreOptions {
@@ -254,9 +245,6 @@ export class PgVectorStore implements VectorStore {
   private readonly embedder: Embedder;
   private readonly key: string;
   private readonly table: string;
-  private readonly dfTable: string;
-  /** Append-only log of document-frequency changes, folded into `dfTable` before the next keyword search. */
-  private readonly dfLog: string;
   private readonly docTable: string;
   /** Staged writes in flight: version, owner, lease. Chunks of a version listed here are invisible. */
   private readonly writesTable: string;
@@ -300,8 +288,6 @@ export class PgVectorStore implements VectorStore {
     this.key = t.key;
     this.t = t;
     this.table = this.t.table;
-    this.dfTable = this.t.dfTable;
-    this.dfLog = this.t.dfLog;
     this.docTable = this.t.docTable;
     this.writesTable = this.t.writesTable;
     this.visible = this.t.visible;
@@ -382,7 +368,7 @@ export class PgVectorStore implements VectorStore {
               're-run an ingestion into it (unchanged documents are skipped) as a writer to re-weight it',
           );
         }
-        await store.refreshBm25(true);
+        await refreshBm25(store.ctx, true);
       });
     }
     return store;
@@ -733,23 +719,15 @@ export class PgVectorStore implements VectorStore {
     return buildIndex(this.ctx, this.ann, this.annMinRows, options);
   }
 
-  /** BM25 top-`limit` rows (score > 0), best first. */
   /**
    * Term rarity over this collection's chunks, read from the BM25 document-frequency table (after folding pending
    * updates), so serving weighs question terms exactly as the keyword index does.
    */
   async termStats(): Promise<TermStats> {
-    const reg = await this.ensureBm25Fresh();
-    const rows = await this.client.query<{ term: number; df: number }>(
-      this.readOnly
-        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable}
-             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term >= 0) s GROUP BY term HAVING sum(df) > 0`
-        : `SELECT term, df FROM ${this.dfTable}`,
-    );
-    const df = new Map(rows.rows.map((r) => [Number(r.term), Number(r.df)]));
-    return termStatsFromCounts(reg.n, (term) => df.get(termId(term)) ?? 0);
+    return termStats(this.ctx);
   }
 
+  /** BM25 top-`limit` rows (score > 0), best first. */
   private async bm25Search(
     query: string,
     limit: number,
@@ -757,7 +735,7 @@ export class PgVectorStore implements VectorStore {
   ): Promise<ScoredRow[]> {
     const qtf = termFrequencies(analyze(query));
     if (qtf.size === 0) return [];
-    const { reg, df } = await this.queryStatistics([...qtf.keys()]);
+    const { reg, df } = await queryStatistics(this.ctx, [...qtf.keys()]);
     if (reg.n === 0) return [];
     // Ascending term order, whichever statement read the df (it fixes the order partial scores are summed in).
     const weights = new Map<number, number>();
@@ -770,209 +748,6 @@ export class PgVectorStore implements VectorStore {
       if (indexed !== undefined) return indexed;
     }
     return exactKeywordSearch(this.searchContext(), weights, limit, filter);
-  }
-
-  /**
-   * The registry row and the document frequency of each of `terms` found, in one statement: for a reader always
-   * (it counts the pending log in, as {@link ensureBm25Fresh} does), for a writer when the df log is empty and the
-   * weights are current (the common case; else {@link ensureBm25Fresh} folds or re-weights, then the df lookup).
-   */
-  private async queryStatistics(
-    terms: number[],
-  ): Promise<{ reg: RegistryRow; df: Map<number, number> }> {
-    const cols = `r.dimension, r.distance, r.embedding_model, r.analyzer_version, r.bm25_k1, r.bm25_b,
-      r.bm25_avgdl_weighted, r.df_pending`;
-    // A reader folds nothing, so it adds the pending log entries of the query's terms itself.
-    const dfSql = (terms: string) =>
-      this.readOnly
-        ? `SELECT term, sum(df)::int AS df FROM (SELECT term, df FROM ${this.dfTable} WHERE term = ANY(${terms}::int4[])
-             UNION ALL SELECT term, delta FROM ${this.dfLog} WHERE term = ANY(${terms}::int4[])) s
-           GROUP BY term HAVING sum(df) > 0`
-        : `SELECT term, df FROM ${this.dfTable} WHERE term = ANY(${terms}::int4[])`;
-    const res = await this.client.query<
-      RegistryRow & { pending: boolean; df_terms: number[] | null; df_values: number[] | null }
-    >(
-      `SELECT ${cols}, ${
-        this.readOnly
-          ? `(r.chunk_count + COALESCE(l.n, 0))::float8 AS n, (r.token_total + COALESCE(l.total, 0))::float8 AS total,
-             false AS pending`
-          : `r.chunk_count::float8 AS n, r.token_total::float8 AS total,
-             EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending`
-      }, d.df_terms, d.df_values
-       FROM ${REGISTRY_TABLE} r${
-         this.readOnly
-           ? ` CROSS JOIN (SELECT sum(delta) FILTER (WHERE term = ${N_TERM}) AS n,
-               sum(delta) FILTER (WHERE term = ${TOTAL_TERM}) AS total FROM ${this.dfLog} WHERE term < 0) l`
-           : ''
-       }
-       CROSS JOIN LATERAL (SELECT array_agg(term ORDER BY term) AS df_terms, array_agg(df ORDER BY term) AS df_values
-         FROM (${dfSql('$2')}) f) d
-       WHERE r.name = $1`,
-      [this.key, terms],
-    );
-    const row = res.rows[0];
-    if (row === undefined) {
-      throw new VectorStoreError(
-        `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
-      );
-    }
-    if (!row.pending && (this.readOnly || !this.isStale(row))) {
-      const { pending: _p, df_terms, df_values, ...reg } = row;
-      const df = new Map<number, number>();
-      (df_terms ?? []).forEach((term, i) => {
-        df.set(Number(term), Number(df_values?.[i]));
-      });
-      return { reg, df };
-    }
-    const reg = await this.ensureBm25Fresh();
-    const dfRows = await this.client.query<{ term: number; df: number }>(dfSql('$1'), [terms]);
-    return { reg, df: new Map(dfRows.rows.map((r) => [Number(r.term), Number(r.df)])) };
-  }
-
-  /**
-   * Re-weights documents when avgdl drifted beyond the tolerance or k1/b changed. A read-only store writes
-   * nothing: it counts the pending log into the chunk and token totals, and keeps the stored weights until a
-   * writer re-weights them (writers fold the log when they finish a write).
-   */
-  private async ensureBm25Fresh(): Promise<RegistryRow> {
-    if (this.readOnly) {
-      const res = await this.client.query<RegistryRow>(
-        `SELECT r.dimension, r.distance, r.embedding_model, r.analyzer_version, r.bm25_k1, r.bm25_b,
-                r.bm25_avgdl_weighted, r.df_pending,
-                (r.chunk_count + COALESCE(l.n, 0))::float8 AS n, (r.token_total + COALESCE(l.total, 0))::float8 AS total
-         FROM ${REGISTRY_TABLE} r CROSS JOIN (SELECT sum(delta) FILTER (WHERE term = ${N_TERM}) AS n,
-           sum(delta) FILTER (WHERE term = ${TOTAL_TERM}) AS total FROM ${this.dfLog} WHERE term < 0) l
-         WHERE r.name = $1`,
-        [this.key],
-      );
-      const row = res.rows[0];
-      if (row === undefined) {
-        throw new VectorStoreError(
-          `collection ${this.collectionName} is missing from ${REGISTRY_TABLE}`,
-        );
-      }
-      return row;
-    }
-    const reg = await lockRegistry(this.client, this.t, this.collectionName, false);
-    const log = await this.client.query<{ pending: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM ${this.dfLog}) AS pending`,
-    );
-    const pending = log.rows[0]?.pending === true;
-    if (!pending && !this.isStale(reg)) return reg;
-    if (pending) {
-      await this.exclusive(() =>
-        this.run('BM25 statistics', () =>
-          this.client.transaction(async (tx) => {
-            await lockRegistry(tx, this.t, this.collectionName);
-            await foldDf(tx, this.t);
-          }),
-        ),
-      );
-    }
-    const folded = pending
-      ? await lockRegistry(this.client, this.t, this.collectionName, false)
-      : reg;
-    if (this.isStale(folded)) await this.refreshBm25(false);
-    return lockRegistry(this.client, this.t, this.collectionName, false);
-  }
-
-  private isStale(reg: RegistryRow): boolean {
-    if (
-      reg.analyzer_version !== ANALYZER_VERSION ||
-      reg.bm25_k1 !== this.k1 ||
-      reg.bm25_b !== this.b
-    ) {
-      return true;
-    }
-    if (reg.n === 0) return false;
-    const current = reg.total > 0 ? reg.total / reg.n : 1;
-    const weighted = reg.bm25_avgdl_weighted;
-    if (weighted === null || weighted <= 0) return true;
-    return Math.abs(current - weighted) / weighted > this.reweightTolerance;
-  }
-
-  /** Recomputes every row's BM25 weights (and, after an analyzer change, token counts and df) in batches. */
-  private refreshBm25(analyzerChanged: boolean): Promise<void> {
-    return this.exclusive(() =>
-      this.run('BM25 re-weighting', () =>
-        this.client.transaction(async (tx) => {
-          // The chunk table's SHARE lock before the registry row, the order writers take them in (their rows, then
-          // the registry), so a re-weighting and a first write cannot deadlock.
-          const bulk = keywordIndexBulk(this.kw);
-          for (const sql of bulk.begin) await tx.query(sql);
-          const reg = await lockRegistry(tx, this.t, this.collectionName);
-          const rebuild = analyzerChanged || reg.analyzer_version !== ANALYZER_VERSION;
-          if (!rebuild && !this.isStale(reg)) return;
-          let n = reg.n;
-          let total = reg.total;
-          if (rebuild) {
-            const df = new Map<number, number>();
-            n = 0;
-            total = 0;
-            await this.forEachRowBatch(tx, async (rows) => {
-              const tcs = rows.map((r) => {
-                const tokens = analyze(r.content);
-                for (const id of termFrequencies(tokens).keys()) df.set(id, (df.get(id) ?? 0) + 1);
-                return tokens.length;
-              });
-              n += rows.length;
-              total += tcs.reduce((s, x) => s + x, 0);
-              await tx.query(
-                `UPDATE ${this.table} AS t SET token_count = u.tc
-                 FROM unnest($1::text[], $2::int4[]) AS u(id, tc) WHERE t.id = u.id`,
-                [rows.map((r) => r.id), tcs],
-              );
-            });
-            await tx.query(`DELETE FROM ${this.dfTable}`);
-            await tx.query(`DELETE FROM ${this.dfLog}`);
-            await tx.query(`UPDATE ${REGISTRY_TABLE} SET df_pending = false WHERE name = $1`, [
-              this.key,
-            ]);
-            await applyDf(tx, this.t, df);
-          }
-          const avgdl = n > 0 && total > 0 ? total / n : 1;
-          await this.forEachRowBatch(tx, async (rows) => {
-            const lits = rows.map((r) => {
-              const tokens = analyze(r.content);
-              return sparseLiteral(
-                bm25DocWeights(termFrequencies(tokens), tokens.length, avgdl, this.k1, this.b),
-              );
-            });
-            await tx.query(
-              `UPDATE ${this.table} AS t SET bm25 = u.bm::sparsevec
-               FROM unnest($1::text[], $2::text[]) AS u(id, bm) WHERE t.id = u.id`,
-              [rows.map((r) => r.id), lits],
-            );
-          });
-          for (const sql of bulk.end) await tx.query(sql);
-          await tx.query(
-            `UPDATE ${REGISTRY_TABLE} SET chunk_count = $2, token_total = $3, bm25_avgdl_weighted = $4,
-               analyzer_version = $5, bm25_k1 = $6, bm25_b = $7 WHERE name = $1`,
-            [this.key, n, total, n > 0 ? avgdl : null, ANALYZER_VERSION, this.k1, this.b],
-          );
-          this.logger(
-            `collection ${this.collectionName}: BM25 weights recomputed (avgdl ${avgdl.toFixed(2)})`,
-          );
-        }),
-      ),
-    );
-  }
-
-  private async forEachRowBatch(
-    tx: SqlClient,
-    fn: (rows: { id: string; content: string }[]) => Promise<void>,
-  ): Promise<void> {
-    let after = '';
-    for (;;) {
-      const res = await tx.query<{ id: string; content: string }>(
-        `SELECT id, content FROM ${this.table} WHERE id > $1 ORDER BY id LIMIT ${REWEIGHT_BATCH}`,
-        [after],
-      );
-      if (res.rows.length === 0) return;
-      await fn(res.rows);
-      after = res.rows[res.rows.length - 1]?.id ?? after;
-      if (res.rows.length < REWEIGHT_BATCH) return;
-    }
   }
 
   /**
@@ -1327,32 +1102,10 @@ export class PgVectorStore implements VectorStore {
           return { committed: acceptedIds, refused, chunksDeleted };
         }),
       ).then(async (outcome) => {
-        await this.foldIfIdle();
+        await foldIfIdle(this.ctx);
         return outcome;
       }),
     );
-  }
-
-  /**
-   * Folds the statistics log unless another session holds the registry row (it folds then): keeps the log short
-   * for read-only searchers, which add it up on every keyword search, without making writers wait on each other.
-   */
-  private async foldIfIdle(): Promise<void> {
-    try {
-      await this.client.transaction(async (tx) => {
-        const row = await tx.query<{ one: number }>(
-          `SELECT 1 AS one FROM ${REGISTRY_TABLE} WHERE name = $1 AND EXISTS (SELECT 1 FROM ${this.dfLog})
-           FOR UPDATE SKIP LOCKED`,
-          [this.key],
-        );
-        if (row.rows.length > 0) await foldDf(tx, this.t);
-      });
-    } catch (error: unknown) {
-      // The write is committed; the next fold (or a writer's keyword search) catches up.
-      this.logger(
-        `collection ${this.collectionName}: folding BM25 statistics failed (SQLSTATE ${sqlState(error) ?? '?'})`,
-      );
-    }
   }
 
   /** Ends a staged write without committing it; returns the staged chunks deleted. */

@@ -6,12 +6,11 @@ import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
 import {
   checkDocumentRecord,
-  checkListLimit,
   VectorStoreConfigError,
   VectorStoreError,
   WriteEndedError,
 } from '../errors.js';
-import { compileFilterSql, type FilterNode, parseMetadataFilter } from '../filter.js';
+import { type FilterNode, parseMetadataFilter } from '../filter.js';
 import { resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
 import {
@@ -56,6 +55,20 @@ import {
 import { foldIfIdle, queryStatistics, refreshBm25, termStats } from './bm25-refresh.js';
 import { logDf } from './bm25-stats.js';
 import { type ChunkRow as CopyRow, encodeChunkRows } from './copy-binary.js';
+import {
+  commitDocuments,
+  deleteByDocument,
+  deleteByFilter,
+  deleteDocument,
+  deleteRows,
+  deleteWhere,
+  getDocument,
+  getDocuments,
+  listDocuments,
+  lockDocuments,
+  putDocument,
+  writeDocuments,
+} from './documents.js';
 import {
   DEFAULT_KEYWORD_DEPTH,
   type KeywordIndexNames,
@@ -123,19 +136,6 @@ export interface PgVectorStoreOptions {
   createIfMissing?: boolean;
 }
 
-interface DocRow {
-  document_id: string;
-  content_hash: string;
-  chunk_count: number;
-  updated_at: Date | string;
-  metadata: Record<string, unknown> | null;
-  version: string | null;
-  sequencer: string | null;
-}
-
-const DOC_COLUMNS =
-  'document_id, content_hash, chunk_count, updated_at, metadata, version, sequencer';
-
 const COPY_COLUMNS = [
   'id',
   'document_id',
@@ -171,18 +171,6 @@ function toHit(row: ChunkRow, score?: number): SearchHit {
     text: row.content,
     metadata: row.metadata,
     ...(score !== undefined ? { score } : {}),
-  };
-}
-
-function toDocumentRecord(row: DocRow): DocumentRecord {
-  return {
-    documentId: row.document_id,
-    contentHash: row.content_hash,
-    chunkCount: row.chunk_count,
-    updatedAt: new Date(row.updated_at).toISOString(),
-    ...(row.metadata !== null ? { metadata: row.metadata } : {}),
-    ...(row.version ? { version: row.version } : {}),
-    ...(row.sequencer ? { sequencer: row.sequencer } : {}),
   };
 }
 
@@ -770,53 +758,6 @@ export class PgVectorStore implements VectorStore {
     return res.rows.map((r) => toHit(r));
   }
 
-  /** Deletes rows matching `where` and keeps df, N and total tokens in step. */
-  private deleteWhere(
-    where: string,
-    params: unknown[],
-    after?: (tx: SqlClient) => Promise<void>,
-  ): Promise<number> {
-    return this.exclusive(() =>
-      this.run('delete', () =>
-        this.client.transaction(async (tx) => {
-          const count = await this.deleteRows(tx, where, params);
-          await after?.(tx);
-          return count;
-        }),
-      ),
-    );
-  }
-
-  /** Deletes chunk rows matching `where` inside `tx`, logging their statistics changes. Returns rows deleted. */
-  private async deleteRows(tx: SqlClient, where: string, params: unknown[]): Promise<number> {
-    const res = await tx.query<{ content: string; token_count: number }>(
-      `DELETE FROM ${this.table} WHERE ${where} RETURNING content, token_count`,
-      params,
-    );
-    const delta = new Map<number, number>();
-    let tokens = 0;
-    for (const row of res.rows) {
-      tokens += row.token_count;
-      for (const id of termFrequencies(analyze(row.content)).keys()) {
-        delta.set(id, (delta.get(id) ?? 0) - 1);
-      }
-    }
-    const count = res.rows.length;
-    if (count > 0) await logDf(tx, this.t, this.useCopy, delta, -count, -tokens);
-    return count;
-  }
-
-  /** Takes transaction-scoped advisory locks on documents of this collection, in a fixed order (no deadlock). */
-  private async lockDocuments(tx: SqlClient, documentIds: readonly string[]): Promise<void> {
-    const keys = [...new Set(documentIds)].map((d) => `${this.key}:${d}`).sort();
-    if (keys.length === 0) return;
-    await tx.query(
-      `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0)))::int AS n
-       FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i)`,
-      [keys],
-    );
-  }
-
   /**
    * Deletes a document's chunks except `keepIds`; without `keepIds` also removes its document record.
    * @returns the number of chunks deleted.
@@ -826,12 +767,7 @@ export class PgVectorStore implements VectorStore {
     options: { keepIds?: string[] } = {},
   ): Promise<number> {
     this.assertOpen();
-    const { keepIds } = options;
-    if (keepIds === undefined) return Math.max(0, await this.deleteDocument(documentId));
-    return this.deleteWhere(`document_id = $1 AND NOT (id = ANY($2::text[])) AND ${this.visible}`, [
-      documentId,
-      keepIds,
-    ]);
+    return deleteByDocument(this.ctx, documentId, options);
   }
 
   /**
@@ -842,38 +778,13 @@ export class PgVectorStore implements VectorStore {
   async deleteByFilter(filter: MetadataFilter): Promise<number> {
     const f = parseMetadataFilter(filter, { nonEmpty: true }) as FilterNode;
     this.assertOpen();
-    const params: unknown[] = [];
-    const where = compileFilterSql(f, params, 'metadata');
-    return this.deleteWhere(`${where} AND ${this.visible}`, params);
+    return deleteByFilter(this.ctx, f);
   }
 
   /** Creates or replaces a document record. */
   async putDocument(record: DocumentRecord): Promise<void> {
     this.assertOpen();
-    checkDocumentRecord(record);
-    await this.run('put document', () => this.writeDocuments(this.client, [record]));
-  }
-
-  /** Multi-row upsert of document records (one statement); a tombstone of the same id is replaced. */
-  private async writeDocuments(c: SqlClient, records: readonly DocumentRecord[]): Promise<void> {
-    await c.query(
-      `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata, version, sequencer)
-       SELECT u.id, u.hash, u.n, u.at::timestamptz, u.meta::jsonb, u.v, u.s
-       FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[])
-         AS u(id, hash, n, at, meta, v, s)
-       ON CONFLICT (document_id) DO UPDATE SET content_hash = EXCLUDED.content_hash,
-         chunk_count = EXCLUDED.chunk_count, updated_at = EXCLUDED.updated_at, metadata = EXCLUDED.metadata,
-         version = EXCLUDED.version, sequencer = EXCLUDED.sequencer, deleted_at = NULL`,
-      [
-        records.map((r) => r.documentId),
-        records.map((r) => r.contentHash),
-        records.map((r) => r.chunkCount),
-        records.map((r) => r.updatedAt),
-        records.map((r) => (r.metadata === undefined ? null : JSON.stringify(r.metadata))),
-        records.map((r) => r.version ?? null),
-        records.map((r) => r.sequencer ?? null),
-      ],
-    );
+    await putDocument(this.ctx, record);
   }
 
   /**
@@ -883,24 +794,7 @@ export class PgVectorStore implements VectorStore {
    */
   async commitDocuments(entries: DocumentCommit[]): Promise<number> {
     this.assertOpen();
-    if (entries.length === 0) return 0;
-    const ids = new Set<string>();
-    for (const e of entries) {
-      checkDocumentRecord(e.record);
-      if (ids.has(e.record.documentId)) {
-        throw new VectorStoreError(`document ${e.record.documentId} appears twice in one commit`);
-      }
-      ids.add(e.record.documentId);
-    }
-    return this.deleteWhere(
-      `document_id = ANY($1::text[]) AND NOT (id = ANY($2::text[])) AND ${this.visible}`,
-      [[...ids], entries.flatMap((e) => e.keepIds)],
-      (tx) =>
-        this.writeDocuments(
-          tx,
-          entries.map((e) => e.record),
-        ),
-    );
+    return commitDocuments(this.ctx, entries);
   }
 
   /**
@@ -988,7 +882,7 @@ export class PgVectorStore implements VectorStore {
           );
           const versions = gone.rows.map((r) => r.version);
           if (versions.length === 0) return [0, 0] as [number, number];
-          const chunks = await this.deleteRows(tx, 'version = ANY($1::text[])', [versions]);
+          const chunks = await deleteRows(this.ctx, tx, 'version = ANY($1::text[])', [versions]);
           this.logger(
             `collection ${this.collectionName}: swept ${versions.length} abandoned write(s) (${chunks} staged chunks)`,
           );
@@ -1041,7 +935,7 @@ export class PgVectorStore implements VectorStore {
               chunksDeleted: 0,
             };
           }
-          await this.lockDocuments(tx, [...ids]);
+          await lockDocuments(this.ctx, tx, [...ids]);
           const current = await tx.query<{
             document_id: string;
             sequencer: string | null;
@@ -1075,19 +969,22 @@ export class PgVectorStore implements VectorStore {
           const acceptedIds = accepted.map((e) => e.record.documentId);
           let chunksDeleted = 0;
           if (acceptedIds.length > 0) {
-            chunksDeleted += await this.deleteRows(
+            chunksDeleted += await deleteRows(
+              this.ctx,
               tx,
               `document_id = ANY($1::text[]) AND version <> $2 AND ${this.visible}`,
               [acceptedIds, version],
             );
           }
-          chunksDeleted += await this.deleteRows(
+          chunksDeleted += await deleteRows(
+            this.ctx,
             tx,
             'version = $1 AND NOT (document_id = ANY($2::text[]))',
             [version, acceptedIds],
           );
           if (accepted.length > 0) {
-            await this.writeDocuments(
+            await writeDocuments(
+              this.ctx,
               tx,
               accepted.map((e) => ({
                 ...e.record,
@@ -1122,7 +1019,7 @@ export class PgVectorStore implements VectorStore {
           );
           // A finished write's chunks are the committed version: never delete those.
           if (ended.rows.length === 0) return 0;
-          return this.deleteRows(tx, 'version = $1', [version]);
+          return deleteRows(this.ctx, tx, 'version = $1', [version]);
         }),
       ),
     );
@@ -1135,42 +1032,7 @@ export class PgVectorStore implements VectorStore {
    */
   async deleteDocument(documentId: string, options: DeleteDocumentOptions = {}): Promise<number> {
     this.assertOpen();
-    if (typeof documentId !== 'string' || documentId.length === 0) {
-      throw new VectorStoreError('documentId must be a non-empty string');
-    }
-    const { sequencer } = options;
-    return this.exclusive(() =>
-      this.run('delete document', () =>
-        this.client.transaction(async (tx) => {
-          await this.lockDocuments(tx, [documentId]);
-          const cur = await tx.query<{ sequencer: string | null }>(
-            `SELECT sequencer FROM ${this.docTable} WHERE document_id = $1`,
-            [documentId],
-          );
-          const stored = cur.rows[0]?.sequencer ?? null;
-          if (
-            sequencer !== undefined &&
-            stored !== null &&
-            compareSequencers(sequencer, stored) < 0
-          ) {
-            return -1;
-          }
-          const deleted = await this.deleteRows(tx, `document_id = $1 AND ${this.visible}`, [
-            documentId,
-          ]);
-          await tx.query(
-            `INSERT INTO ${this.docTable} (document_id, content_hash, chunk_count, updated_at, metadata, version,
-               sequencer, deleted_at)
-             VALUES ($1, '', 0, now(), NULL, NULL, $2, now())
-             ON CONFLICT (document_id) DO UPDATE SET content_hash = '', chunk_count = 0, updated_at = now(),
-               metadata = NULL, version = NULL, sequencer = COALESCE($2, ${this.docTable}.sequencer),
-               deleted_at = now()`,
-            [documentId, sequencer ?? null],
-          );
-          return deleted;
-        }),
-      ),
-    );
+    return deleteDocument(this.ctx, documentId, options);
   }
 
   /**
@@ -1241,7 +1103,7 @@ export class PgVectorStore implements VectorStore {
       report.keywordIndexMismatch === 0;
     if (options.repair) {
       const [writesSwept, sweptChunks] = await this.sweepWrites();
-      const orphans = await this.deleteWhere(orphanWhere, []);
+      const orphans = await deleteWhere(this.ctx, orphanWhere, []);
       let recordsFixed = 0;
       if (report.mismatched.length > 0) {
         recordsFixed = await this.exclusive(() =>
@@ -1284,26 +1146,12 @@ export class PgVectorStore implements VectorStore {
 
   async getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>> {
     this.assertOpen();
-    const res = await this.run('get documents', () =>
-      this.client.query<DocRow>(
-        `SELECT ${DOC_COLUMNS} FROM ${this.docTable}
-         WHERE document_id = ANY($1::text[]) AND deleted_at IS NULL`,
-        [documentIds],
-      ),
-    );
-    return new Map(res.rows.map((row) => [row.document_id, toDocumentRecord(row)]));
+    return getDocuments(this.ctx, documentIds);
   }
 
   async getDocument(documentId: string): Promise<DocumentRecord | undefined> {
     this.assertOpen();
-    const res = await this.run('get document', () =>
-      this.client.query<DocRow>(
-        `SELECT ${DOC_COLUMNS} FROM ${this.docTable} WHERE document_id = $1 AND deleted_at IS NULL`,
-        [documentId],
-      ),
-    );
-    const row = res.rows[0];
-    return row === undefined ? undefined : toDocumentRecord(row);
+    return getDocument(this.ctx, documentId);
   }
 
   /**
@@ -1312,25 +1160,7 @@ export class PgVectorStore implements VectorStore {
    */
   async listDocuments(options: ListDocumentsOptions = {}): Promise<DocumentRecord[]> {
     this.assertOpen();
-    checkListLimit(options.limit);
-    const params: unknown[] = [];
-    let where = 'deleted_at IS NULL';
-    if (options.after !== undefined) {
-      params.push(options.after);
-      where += ` AND document_id > $${params.length}`;
-    }
-    let limit = '';
-    if (options.limit !== undefined) {
-      params.push(options.limit);
-      limit = ` LIMIT $${params.length}`;
-    }
-    const res = await this.run('list documents', () =>
-      this.client.query<DocRow>(
-        `SELECT ${DOC_COLUMNS} FROM ${this.docTable} WHERE ${where} ORDER BY document_id${limit}`,
-        params,
-      ),
-    );
-    return res.rows.map(toDocumentRecord);
+    return listDocuments(this.ctx, options);
   }
 
   async stats(): Promise<CollectionStats> {

@@ -4,30 +4,15 @@ import type { TermStats } from '../../generation/term-stats.js';
 import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
-import {
-  checkDocumentRecord,
-  VectorStoreConfigError,
-  VectorStoreError,
-  WriteEndedError,
-} from '../errors.js';
+import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
 import { type FilterNode, parseMetadataFilter } from '../filter.js';
 import { resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
-import {
-  checkLease,
-  checkVersion,
-  compareSequencers,
-  DEFAULT_LEASE_SECONDS,
-  isDeadLocalOwner,
-  localOwner,
-  MAX_LEASE_SECONDS,
-  newVersion,
-} from '../staged.js';
+import { checkVersion } from '../staged.js';
 import type {
   BeginWriteOptions,
   BuildIndexOptions,
   CollectionStats,
-  CommitRefusal,
   DeleteDocumentOptions,
   DistanceMetric,
   DocumentCommit,
@@ -52,7 +37,7 @@ import {
   DEFAULT_BM25_K1,
   termFrequencies,
 } from './bm25.js';
-import { foldIfIdle, queryStatistics, refreshBm25, termStats } from './bm25-refresh.js';
+import { queryStatistics, refreshBm25, termStats } from './bm25-refresh.js';
 import { logDf } from './bm25-stats.js';
 import { type ChunkRow as CopyRow, encodeChunkRows } from './copy-binary.js';
 import {
@@ -60,14 +45,11 @@ import {
   deleteByDocument,
   deleteByFilter,
   deleteDocument,
-  deleteRows,
   deleteWhere,
   getDocument,
   getDocuments,
   listDocuments,
-  lockDocuments,
   putDocument,
-  writeDocuments,
 } from './documents.js';
 import {
   DEFAULT_KEYWORD_DEPTH,
@@ -89,6 +71,14 @@ import {
   vectorSearch,
 } from './search.js';
 import { checkNumber, runOperation, type StoreContext, sqlState } from './store-context.js';
+import {
+  abortWrite,
+  beginWrite,
+  finishWrite,
+  holdWrite,
+  lapsedWrites,
+  sweepWrites,
+} from './write-ledger.js';
 
 export { MAX_HNSW_DIMENSION } from './ann-index.js';
 export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
@@ -175,52 +165,6 @@ function toHit(row: ChunkRow, score?: number): SearchHit {
 }
 
 /**
- * Why a document of a staged write may not be committed, or undefined when it may (see `finishWrite`).
- * Sequencers decide when both sides carry one; else a deletion after the writer read the source refuses it; last,
- * the staged chunks must be exactly the version's.
- */
-function refusal(
-  entry: VersionedCommit,
-  current: { sequencer: string | null; deleted_at: Date | string | null } | undefined,
-  staged: ReadonlySet<string> | undefined,
-): { reason: CommitRefusal; message: string } | undefined {
-  const id = entry.record.documentId;
-  const deletedAt = current?.deleted_at == null ? undefined : new Date(current.deleted_at);
-  if (entry.sequencer !== undefined && current?.sequencer != null) {
-    if (compareSequencers(entry.sequencer, current.sequencer) < 0) {
-      return deletedAt
-        ? {
-            reason: 'deleted',
-            message: `${id}: removed by a later event (sequencer ${current.sequencer} > ${entry.sequencer}); not restored`,
-          }
-        : {
-            reason: 'superseded',
-            message: `${id}: a newer upload is stored (sequencer ${current.sequencer} > ${entry.sequencer})`,
-          };
-    }
-  } else if (
-    deletedAt &&
-    entry.readAt !== undefined &&
-    Date.parse(entry.readAt) < deletedAt.getTime()
-  ) {
-    return {
-      reason: 'deleted',
-      message: `${id}: deleted at ${deletedAt.toISOString()}, after this ingest read it (${entry.readAt}); not restored`,
-    };
-  }
-  const have = entry.chunkIds.filter((c) => staged?.has(c)).length;
-  if (have !== entry.chunkIds.length || (staged?.size ?? 0) !== entry.chunkIds.length) {
-    return {
-      reason: 'incomplete',
-      message: `${id}: ${have} of ${entry.chunkIds.length} chunks staged${
-        (staged?.size ?? 0) > have ? ` (and ${(staged?.size ?? 0) - have} unexpected)` : ''
-      }; previous version kept`,
-    };
-  }
-  return undefined;
-}
-
-/**
  * pgvector-backed {@link VectorStore} over any {@link SqlClient} (PGlite in-process, or a `pg.Pool`). Dense search
  * uses pgvector's distance operators (HNSW index built lazily); keyword search is real BM25 stored as `sparsevec`
  * weights; hybrid search fuses both in memory. See `shared/src/vectorstores/README.md`.
@@ -234,8 +178,6 @@ export class PgVectorStore implements VectorStore {
   private readonly key: string;
   private readonly table: string;
   private readonly docTable: string;
-  /** Staged writes in flight: version, owner, lease. Chunks of a version listed here are invisible. */
-  private readonly writesTable: string;
   /** SQL condition (on the chunk table, unaliased) that a row belongs to no staged write. */
   private readonly visible: string;
   private readonly annMinRows: number;
@@ -277,7 +219,6 @@ export class PgVectorStore implements VectorStore {
     this.t = t;
     this.table = this.t.table;
     this.docTable = this.t.docTable;
-    this.writesTable = this.t.writesTable;
     this.visible = this.t.visible;
     this.distance = options.distance;
     this.dimension = options.embedder.dimension;
@@ -436,28 +377,13 @@ export class PgVectorStore implements VectorStore {
     return unique.length;
   }
 
-  /** Renews a staged write's lease inside `tx` (row-locking it against a sweep), or throws when it ended. */
-  private async holdWrite(tx: SqlClient, version: string): Promise<void> {
-    const res = await tx.query<{ one: number }>(
-      `UPDATE ${this.writesTable} SET expires_at = now() + lease_seconds * interval '1 second'
-       WHERE version = $1 AND finished_at IS NULL RETURNING 1 AS one`,
-      [version],
-    );
-    if (res.rows.length === 0) {
-      throw new WriteEndedError(
-        `write ${version} on collection ${this.collectionName} has ended or expired (finished, aborted, or swept ` +
-          'after its lease lapsed); begin a new write',
-      );
-    }
-  }
-
   private async upsertBatch(
     tx: SqlClient,
     batch: EmbeddedChunk[],
     version: string,
     allowCopy: boolean,
   ): Promise<void> {
-    if (version !== '') await this.holdWrite(tx, version);
+    if (version !== '') await holdWrite(this.ctx, tx, version);
     // Read without a lock: the counts only seed avgdl; their changes go to the append-only log.
     const reg = await lockRegistry(tx, this.t, this.collectionName, false);
     const ids = batch.map((r) => r.chunk.id);
@@ -804,92 +730,7 @@ export class PgVectorStore implements VectorStore {
    */
   async beginWrite(options: BeginWriteOptions = {}): Promise<string> {
     this.assertOpen();
-    const version = options.version === undefined ? newVersion() : checkVersion(options.version);
-    const lease = checkLease(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS);
-    const owner = options.owner ?? localOwner();
-    await this.sweepWrites();
-    const res = await this.exclusive(() =>
-      this.run('begin write', () =>
-        this.client.query<{ version: string }>(
-          `INSERT INTO ${this.writesTable} AS w (version, owner, lease_seconds, expires_at)
-           VALUES ($1, $2, $3, now() + $3 * interval '1 second')
-           ON CONFLICT (version) DO UPDATE SET owner = EXCLUDED.owner,
-             lease_seconds = EXCLUDED.lease_seconds, expires_at = EXCLUDED.expires_at
-           WHERE w.finished_at IS NULL
-           RETURNING version`,
-          [version, owner, lease],
-        ),
-      ),
-    );
-    if (res.rows.length === 0) {
-      // Finished writes are remembered (for MAX_LEASE_SECONDS), so a late redelivery cannot re-stage — and thereby
-      // hide — a committed version.
-      throw new WriteEndedError(
-        `write ${version} on collection ${this.collectionName} has already ended; it cannot be begun again`,
-      );
-    }
-    return version;
-  }
-
-  /** Writes that lapsed (lease expired, or a dead local owner), with their staged chunk counts. */
-  private async lapsedWrites(): Promise<
-    { version: string; owner: string; expiresAt: string; expired: boolean; chunks: number }[]
-  > {
-    const res = await this.client.query<{
-      version: string;
-      owner: string;
-      expires_at: Date | string;
-      expired: boolean;
-      chunks: number;
-    }>(
-      `SELECT w.version, w.owner, w.expires_at, w.expires_at < now() AS expired,
-              (SELECT count(*) FROM ${this.table} c WHERE c.version = w.version)::int AS chunks
-       FROM ${this.writesTable} w WHERE w.finished_at IS NULL ORDER BY w.created_at, w.version`,
-    );
-    return res.rows.map((r) => ({
-      version: r.version,
-      owner: r.owner,
-      expiresAt: new Date(r.expires_at).toISOString(),
-      expired: r.expired || isDeadLocalOwner(r.owner),
-      chunks: r.chunks,
-    }));
-  }
-
-  /** Deletes lapsed writes and their staged chunks. Returns [writes swept, chunks deleted]. */
-  private async sweepWrites(): Promise<[number, number]> {
-    const lapsed = (await this.run('list writes', () => this.lapsedWrites())).filter(
-      (w) => w.expired,
-    );
-    // Ended writes are remembered as long as a lease can last, then forgotten.
-    await this.run('sweep writes', () =>
-      this.client.query(
-        `DELETE FROM ${this.writesTable} WHERE finished_at < now() - $1 * interval '1 second'`,
-        [MAX_LEASE_SECONDS],
-      ),
-    );
-    if (lapsed.length === 0) return [0, 0];
-    const dead = lapsed.filter((w) => isDeadLocalOwner(w.owner)).map((w) => w.version);
-    return this.exclusive(() =>
-      this.run('sweep writes', () =>
-        this.client.transaction(async (tx) => {
-          // Re-checked under the row locks: a writer that renewed its lease meanwhile keeps it.
-          const gone = await tx.query<{ version: string }>(
-            `UPDATE ${this.writesTable} SET finished_at = now()
-             WHERE version = ANY($1::text[]) AND finished_at IS NULL
-               AND (expires_at < now() OR version = ANY($2::text[]))
-             RETURNING version`,
-            [lapsed.map((w) => w.version), dead],
-          );
-          const versions = gone.rows.map((r) => r.version);
-          if (versions.length === 0) return [0, 0] as [number, number];
-          const chunks = await deleteRows(this.ctx, tx, 'version = ANY($1::text[])', [versions]);
-          this.logger(
-            `collection ${this.collectionName}: swept ${versions.length} abandoned write(s) (${chunks} staged chunks)`,
-          );
-          return [versions.length, chunks] as [number, number];
-        }),
-      ),
-    );
+    return beginWrite(this.ctx, options);
   }
 
   /**
@@ -901,128 +742,13 @@ export class PgVectorStore implements VectorStore {
    */
   async finishWrite(version: string, entries: VersionedCommit[]): Promise<WriteOutcome> {
     this.assertOpen();
-    checkVersion(version);
-    const ids = new Set<string>();
-    for (const e of entries) {
-      checkDocumentRecord(e.record);
-      const id = e.record.documentId;
-      if (ids.has(id)) throw new VectorStoreError(`document ${id} appears twice in one commit`);
-      ids.add(id);
-      if (!Array.isArray(e.chunkIds) || e.chunkIds.length !== e.record.chunkCount) {
-        throw new VectorStoreError(
-          `document ${id}: chunkCount ${e.record.chunkCount} differs from the ${e.chunkIds?.length ?? 0} chunk ids given`,
-        );
-      }
-      if (new Set(e.chunkIds).size !== e.chunkIds.length) {
-        throw new VectorStoreError(`document ${id}: chunk ids repeat`);
-      }
-    }
-    return this.exclusive(() =>
-      this.run('finish write', () =>
-        this.client.transaction(async (tx) => {
-          const write = await tx.query<{ version: string }>(
-            `SELECT version FROM ${this.writesTable} WHERE version = $1 AND finished_at IS NULL FOR UPDATE`,
-            [version],
-          );
-          if (write.rows.length === 0) {
-            return {
-              committed: [],
-              refused: entries.map((e) => ({
-                documentId: e.record.documentId,
-                reason: 'expired' as const,
-                message: `${e.record.documentId}: write ${version} had ended (its lease lapsed and it was swept); nothing committed`,
-              })),
-              chunksDeleted: 0,
-            };
-          }
-          await lockDocuments(this.ctx, tx, [...ids]);
-          const current = await tx.query<{
-            document_id: string;
-            sequencer: string | null;
-            deleted_at: Date | string | null;
-          }>(
-            `SELECT document_id, sequencer, deleted_at FROM ${this.docTable} WHERE document_id = ANY($1::text[])`,
-            [[...ids]],
-          );
-          const byId = new Map(current.rows.map((r) => [r.document_id, r]));
-          const staged = await tx.query<{ document_id: string; id: string }>(
-            `SELECT document_id, id FROM ${this.table} WHERE version = $1`,
-            [version],
-          );
-          const stagedIds = new Map<string, Set<string>>();
-          for (const r of staged.rows) {
-            let set = stagedIds.get(r.document_id);
-            if (!set) {
-              set = new Set();
-              stagedIds.set(r.document_id, set);
-            }
-            set.add(r.id);
-          }
-          const accepted: VersionedCommit[] = [];
-          const refused: WriteOutcome['refused'] = [];
-          for (const e of entries) {
-            const id = e.record.documentId;
-            const reason = refusal(e, byId.get(id), stagedIds.get(id));
-            if (reason === undefined) accepted.push(e);
-            else refused.push({ documentId: id, ...reason });
-          }
-          const acceptedIds = accepted.map((e) => e.record.documentId);
-          let chunksDeleted = 0;
-          if (acceptedIds.length > 0) {
-            chunksDeleted += await deleteRows(
-              this.ctx,
-              tx,
-              `document_id = ANY($1::text[]) AND version <> $2 AND ${this.visible}`,
-              [acceptedIds, version],
-            );
-          }
-          chunksDeleted += await deleteRows(
-            this.ctx,
-            tx,
-            'version = $1 AND NOT (document_id = ANY($2::text[]))',
-            [version, acceptedIds],
-          );
-          if (accepted.length > 0) {
-            await writeDocuments(
-              this.ctx,
-              tx,
-              accepted.map((e) => ({
-                ...e.record,
-                version,
-                ...(e.sequencer !== undefined ? { sequencer: e.sequencer } : {}),
-              })),
-            );
-          }
-          await tx.query(`UPDATE ${this.writesTable} SET finished_at = now() WHERE version = $1`, [
-            version,
-          ]);
-          return { committed: acceptedIds, refused, chunksDeleted };
-        }),
-      ).then(async (outcome) => {
-        await foldIfIdle(this.ctx);
-        return outcome;
-      }),
-    );
+    return finishWrite(this.ctx, version, entries);
   }
 
   /** Ends a staged write without committing it; returns the staged chunks deleted. */
   async abortWrite(version: string): Promise<number> {
     this.assertOpen();
-    checkVersion(version);
-    return this.exclusive(() =>
-      this.run('abort write', () =>
-        this.client.transaction(async (tx) => {
-          const ended = await tx.query(
-            `UPDATE ${this.writesTable} SET finished_at = now() WHERE version = $1 AND finished_at IS NULL
-             RETURNING version`,
-            [version],
-          );
-          // A finished write's chunks are the committed version: never delete those.
-          if (ended.rows.length === 0) return 0;
-          return deleteRows(this.ctx, tx, 'version = $1', [version]);
-        }),
-      ),
-    );
+    return abortWrite(this.ctx, version);
   }
 
   /**
@@ -1067,7 +793,7 @@ export class PgVectorStore implements VectorStore {
          WHERE d.deleted_at IS NULL GROUP BY d.document_id, d.chunk_count
          HAVING count(c.id) <> d.chunk_count ORDER BY d.document_id`,
       );
-      const writes = await this.lapsedWrites();
+      const writes = await lapsedWrites(this.ctx);
       const postings = await this.client.query<{ n: number }>(keywordIndexMismatchSql(this.kw));
       return {
         counts: counts.rows[0],
@@ -1102,7 +828,7 @@ export class PgVectorStore implements VectorStore {
       report.expiredWrites.length === 0 &&
       report.keywordIndexMismatch === 0;
     if (options.repair) {
-      const [writesSwept, sweptChunks] = await this.sweepWrites();
+      const [writesSwept, sweptChunks] = await sweepWrites(this.ctx);
       const orphans = await deleteWhere(this.ctx, orphanWhere, []);
       let recordsFixed = 0;
       if (report.mismatched.length > 0) {

@@ -8,7 +8,6 @@ import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
 import { type FilterNode, parseMetadataFilter } from '../filter.js';
 import { resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
-import { checkVersion } from '../staged.js';
 import type {
   BeginWriteOptions,
   BuildIndexOptions,
@@ -29,17 +28,8 @@ import type {
   WriteOutcome,
 } from '../types.js';
 import { type AnnState, buildIndex, noticeAnnIndex, refreshAnnIndex } from './ann-index.js';
-import {
-  BM25_DIM,
-  bm25DocWeights,
-  bm25Idf,
-  DEFAULT_BM25_B,
-  DEFAULT_BM25_K1,
-  termFrequencies,
-} from './bm25.js';
+import { bm25Idf, DEFAULT_BM25_B, DEFAULT_BM25_K1, termFrequencies } from './bm25.js';
 import { queryStatistics, refreshBm25, termStats } from './bm25-refresh.js';
-import { logDf } from './bm25-stats.js';
-import { type ChunkRow as CopyRow, encodeChunkRows } from './copy-binary.js';
 import {
   commitDocuments,
   deleteByDocument,
@@ -58,8 +48,8 @@ import {
   keywordIndexMismatchSql,
 } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
-import { lockRegistry, type OpenedCollection, openCollection } from './registry.js';
-import { dropPgCollection, REGISTRY_TABLE } from './schema.js';
+import { type OpenedCollection, openCollection } from './registry.js';
+import { dropPgCollection } from './schema.js';
 import {
   type ChunkRow,
   exactKeywordSearch,
@@ -67,25 +57,17 @@ import {
   OPERATOR,
   type ScoredRow,
   type SearchContext,
-  vectorLiteral,
   vectorSearch,
 } from './search.js';
-import { checkNumber, runOperation, type StoreContext, sqlState } from './store-context.js';
-import {
-  abortWrite,
-  beginWrite,
-  finishWrite,
-  holdWrite,
-  lapsedWrites,
-  sweepWrites,
-} from './write-ledger.js';
+import { checkNumber, runOperation, type StoreContext } from './store-context.js';
+import { abortWrite, beginWrite, finishWrite, lapsedWrites, sweepWrites } from './write-ledger.js';
+import { addChunks, upsert } from './writes.js';
 
 export { MAX_HNSW_DIMENSION } from './ann-index.js';
 export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
 export { distanceToScore, vectorLiteral } from './search.js';
+export { UPSERT_BATCH_SIZE } from './writes.js';
 
-/** Rows per upsert statement (ai4rag's PGVector batch size). */
-export const UPSERT_BATCH_SIZE = 1024;
 /** Largest `vector` dimension pgvector stores. */
 export const MAX_VECTOR_DIMENSION = 16000;
 
@@ -126,35 +108,6 @@ export interface PgVectorStoreOptions {
   createIfMissing?: boolean;
 }
 
-const COPY_COLUMNS = [
-  'id',
-  'document_id',
-  'sequence_number',
-  'content',
-  'metadata',
-  'embedding',
-  'bm25',
-  'token_count',
-  'version',
-] as const;
-
-interface SortedWeights {
-  indices: number[];
-  values: number[];
-}
-
-/** Sparse weights as ascending term ids and their non-zero finite values. */
-function sortedWeights(weights: ReadonlyMap<number, number>): SortedWeights {
-  const entries = [...weights.entries()]
-    .filter(([, v]) => v !== 0 && Number.isFinite(v))
-    .sort((a, b) => a[0] - b[0]);
-  return { indices: entries.map(([i]) => i), values: entries.map(([, v]) => v) };
-}
-
-function sortedLiteral(w: SortedWeights): string {
-  return `{${w.indices.map((i, j) => `${i}:${w.values[j]}`).join(',')}}/${BM25_DIM}`;
-}
-
 function toHit(row: ChunkRow, score?: number): SearchHit {
   return {
     id: row.id,
@@ -175,7 +128,6 @@ export class PgVectorStore implements VectorStore {
   readonly dimension: number;
   private readonly client: SqlClient;
   private readonly embedder: Embedder;
-  private readonly key: string;
   private readonly table: string;
   private readonly docTable: string;
   /** SQL condition (on the chunk table, unaliased) that a row belongs to no staged write. */
@@ -215,7 +167,6 @@ export class PgVectorStore implements VectorStore {
     this.client = options.client;
     this.embedder = options.embedder;
     this.collectionName = name;
-    this.key = t.key;
     this.t = t;
     this.table = this.t.table;
     this.docTable = this.t.docTable;
@@ -326,170 +277,7 @@ export class PgVectorStore implements VectorStore {
    */
   async upsert(records: EmbeddedChunk[], options: { version?: string } = {}): Promise<number> {
     this.assertOpen();
-    const version = options.version === undefined ? '' : checkVersion(options.version);
-    const seen = new Set<string>();
-    const unique: EmbeddedChunk[] = [];
-    for (const r of records) {
-      const { chunk, vector } = r;
-      if (typeof chunk?.id !== 'string' || chunk.id.length === 0) {
-        throw new VectorStoreError('every chunk needs a non-empty string id');
-      }
-      if (seen.has(chunk.id)) continue;
-      seen.add(chunk.id);
-      if (typeof chunk.text !== 'string')
-        throw new VectorStoreError(`chunk ${chunk.id} has no text`);
-      const md = chunk.metadata;
-      if (typeof md?.document_id !== 'string' || !Number.isInteger(md.sequence_number)) {
-        throw new VectorStoreError(
-          `chunk ${chunk.id} needs metadata.document_id (string) and metadata.sequence_number (integer)`,
-        );
-      }
-      if (
-        !Array.isArray(vector) ||
-        vector.length !== this.dimension ||
-        !vector.every(Number.isFinite)
-      ) {
-        throw new VectorStoreError(
-          `chunk ${chunk.id}: vector must hold ${this.dimension} finite numbers (got ${Array.isArray(vector) ? vector.length : typeof vector})`,
-        );
-      }
-      unique.push(r);
-    }
-    for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
-      const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
-      const attempt = () =>
-        this.run('upsert', () =>
-          this.client.transaction((tx) => this.upsertBatch(tx, batch, version, true)),
-        );
-      await this.exclusive(async () => {
-        try {
-          await attempt();
-        } catch (error: unknown) {
-          // Another delivery of the same staged batch inserted some of these rows first (binary COPY cannot skip
-          // conflicts): once more, where they are found and updated in place.
-          if (sqlState((error as { cause?: unknown }).cause) !== '23505') throw error;
-          await this.run('upsert', () =>
-            this.client.transaction((tx) => this.upsertBatch(tx, batch, version, false)),
-          );
-        }
-      });
-    }
-    return unique.length;
-  }
-
-  private async upsertBatch(
-    tx: SqlClient,
-    batch: EmbeddedChunk[],
-    version: string,
-    allowCopy: boolean,
-  ): Promise<void> {
-    if (version !== '') await holdWrite(this.ctx, tx, version);
-    // Read without a lock: the counts only seed avgdl; their changes go to the append-only log.
-    const reg = await lockRegistry(tx, this.t, this.collectionName, false);
-    const ids = batch.map((r) => r.chunk.id);
-    const existing = await tx.query<{ id: string; content: string }>(
-      `SELECT id, content FROM ${this.table} WHERE version = $2 AND id = ANY($1::text[])`,
-      [ids, version],
-    );
-    const old = new Map(existing.rows.map((r) => [r.id, r.content]));
-    let n = reg.n;
-    let total = reg.total;
-    let added = 0;
-    let tokenDelta = 0;
-    const dfDelta = new Map<number, number>();
-    const bump = (tf: Map<number, number>, by: number) => {
-      for (const id of tf.keys()) dfDelta.set(id, (dfDelta.get(id) ?? 0) + by);
-    };
-    const analyzed = batch.map((r) => {
-      const tokens = analyze(r.chunk.text);
-      const tf = termFrequencies(tokens);
-      const prev = old.get(r.chunk.id);
-      if (prev === undefined) {
-        n += 1;
-        total += tokens.length;
-        added += 1;
-        tokenDelta += tokens.length;
-        bump(tf, 1);
-      } else if (prev !== r.chunk.text) {
-        const prevTokens = analyze(prev);
-        total += tokens.length - prevTokens.length;
-        tokenDelta += tokens.length - prevTokens.length;
-        bump(termFrequencies(prevTokens), -1);
-        bump(tf, 1);
-      }
-      return { tf, dl: tokens.length };
-    });
-    const avgdl =
-      reg.bm25_avgdl_weighted !== null && reg.bm25_avgdl_weighted > 0
-        ? reg.bm25_avgdl_weighted
-        : total > 0 && n > 0
-          ? total / n
-          : 1;
-    const weights = analyzed.map((a) =>
-      sortedWeights(bm25DocWeights(a.tf, a.dl, avgdl, this.k1, this.b)),
-    );
-    const isNew = batch.map((r) => !old.has(r.chunk.id));
-    // New rows go through binary COPY where the client offers it (no float parsing; several times faster
-    // than the INSERT below); rows that exist are updated in place. Rows are keyed by (id, version) and one
-    // writer owns a version; a concurrent redelivery of the same batch makes the COPY fail (the caller retries
-    // without it).
-    const viaCopy = allowCopy && this.useCopy && tx.copyFrom !== undefined;
-    if (viaCopy && tx.copyFrom && isNew.some(Boolean)) {
-      const rows: CopyRow[] = [];
-      batch.forEach((r, i) => {
-        if (!isNew[i]) return;
-        const w = weights[i] as SortedWeights;
-        rows.push({
-          id: r.chunk.id,
-          documentId: r.chunk.metadata.document_id,
-          sequenceNumber: r.chunk.metadata.sequence_number,
-          content: r.chunk.text,
-          metadataJson: JSON.stringify(r.chunk.metadata),
-          embedding: r.vector,
-          bm25Indices: w.indices,
-          bm25Values: w.values,
-          bm25Dim: BM25_DIM,
-          tokenCount: (analyzed[i] as { dl: number }).dl,
-          version,
-        });
-      });
-      await tx.copyFrom(this.table, COPY_COLUMNS, encodeChunkRows(rows));
-    }
-    const pick = batch.map((_, i) => i).filter((i) => !viaCopy || !isNew[i]);
-    if (pick.length > 0) {
-      const at = <T>(f: (r: EmbeddedChunk, i: number) => T) =>
-        pick.map((i) => f(batch[i] as EmbeddedChunk, i));
-      await tx.query(
-        `INSERT INTO ${this.table} (id, document_id, sequence_number, content, metadata, embedding, bm25, token_count, version)
-         SELECT u.id, u.doc, u.seq, u.content, u.meta::jsonb, u.emb::vector, u.bm::sparsevec, u.tc, $9
-         FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int4[])
-           AS u(id, doc, seq, content, meta, emb, bm, tc)
-         ON CONFLICT (id, version) DO UPDATE SET document_id = EXCLUDED.document_id,
-           sequence_number = EXCLUDED.sequence_number, content = EXCLUDED.content, metadata = EXCLUDED.metadata,
-           embedding = EXCLUDED.embedding, bm25 = EXCLUDED.bm25, token_count = EXCLUDED.token_count`,
-        [
-          at((r) => r.chunk.id),
-          at((r) => r.chunk.metadata.document_id),
-          at((r) => r.chunk.metadata.sequence_number),
-          at((r) => r.chunk.text),
-          at((r) => JSON.stringify(r.chunk.metadata)),
-          at((r) => vectorLiteral(r.vector)),
-          at((_, i) => sortedLiteral(weights[i] as SortedWeights)),
-          at((_, i) => (analyzed[i] as { dl: number }).dl),
-          version,
-        ],
-      );
-    }
-    await logDf(tx, this.t, this.useCopy, dfDelta, added, tokenDelta);
-    if (reg.bm25_avgdl_weighted === null || reg.bm25_avgdl_weighted <= 0) {
-      // The first write of a collection fixes the avgdl its weights were computed with (the only registry write
-      // on the write path; later drift is handled by re-weighting before a keyword search).
-      await tx.query(
-        `UPDATE ${REGISTRY_TABLE} SET bm25_avgdl_weighted = $2
-         WHERE name = $1 AND (bm25_avgdl_weighted IS NULL OR bm25_avgdl_weighted <= 0)`,
-        [this.key, avgdl],
-      );
-    }
+    return upsert(this.ctx, records, options);
   }
 
   /**
@@ -498,40 +286,7 @@ export class PgVectorStore implements VectorStore {
    */
   async addChunks(chunks: AI4RAGChunk[], options: { version?: string } = {}): Promise<number> {
     this.assertOpen();
-    const seen = new Set<string>();
-    const unique: AI4RAGChunk[] = [];
-    for (const c of chunks) {
-      if (seen.has(c.id)) continue;
-      seen.add(c.id);
-      unique.push(c);
-    }
-    // Pipelined: batch i + 1 is embedded while batch i is being written (writes stay in order, one at a time).
-    let stored = 0;
-    let writing: Promise<number> | undefined;
-    try {
-      for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
-        const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
-        const vectors = await this.embedder.embedDocuments(batch.map((c) => c.text));
-        if (vectors.length !== batch.length) {
-          throw new VectorStoreError(
-            `embedder returned ${vectors.length} vectors for ${batch.length} texts`,
-          );
-        }
-        if (writing) stored += await writing;
-        writing = this.upsert(
-          batch.map((chunk, j) => ({ chunk, vector: vectors[j] ?? [] })),
-          options,
-        );
-        // Marked handled now; the rejection, if any, is rethrown by the await above or below.
-        writing.catch(() => undefined);
-      }
-      if (writing) stored += await writing;
-    } catch (error: unknown) {
-      // Never leave a write running behind the caller's back.
-      await writing?.catch(() => undefined);
-      throw error;
-    }
-    return stored;
+    return addChunks(this.embedder, chunks, (records) => this.upsert(records, options));
   }
 
   /**

@@ -35,18 +35,13 @@ import {
   deleteByDocument,
   deleteByFilter,
   deleteDocument,
-  deleteWhere,
   getDocument,
   getDocuments,
   listDocuments,
   putDocument,
 } from './documents.js';
-import {
-  DEFAULT_KEYWORD_DEPTH,
-  type KeywordIndexNames,
-  keywordIndexBackfill,
-  keywordIndexMismatchSql,
-} from './keyword-index.js';
+import { checkIntegrity } from './integrity.js';
+import { DEFAULT_KEYWORD_DEPTH } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
 import { type OpenedCollection, openCollection } from './registry.js';
 import { dropPgCollection } from './schema.js';
@@ -60,7 +55,7 @@ import {
   vectorSearch,
 } from './search.js';
 import { checkNumber, runOperation, type StoreContext } from './store-context.js';
-import { abortWrite, beginWrite, finishWrite, lapsedWrites, sweepWrites } from './write-ledger.js';
+import { abortWrite, beginWrite, finishWrite } from './write-ledger.js';
 import { addChunks, upsert } from './writes.js';
 
 export { MAX_HNSW_DIMENSION } from './ann-index.js';
@@ -135,7 +130,6 @@ export class PgVectorStore implements VectorStore {
   private readonly annMinRows: number;
   private readonly hybridCandidates: number;
   private readonly keywordDepth: number;
-  private readonly kw: KeywordIndexNames;
   private readonly t: CollectionTables;
   private readonly k1: number;
   private readonly b: number;
@@ -176,7 +170,6 @@ export class PgVectorStore implements VectorStore {
     this.annMinRows = options.annMinRows ?? 20_000;
     this.hybridCandidates = options.hybridCandidates ?? 100;
     this.keywordDepth = options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH;
-    this.kw = this.t.kw;
     this.k1 = options.bm25?.k1 ?? DEFAULT_BM25_K1;
     this.b = options.bm25?.b ?? DEFAULT_BM25_B;
     this.reweightTolerance = options.bm25?.reweightTolerance ?? 0.1;
@@ -524,105 +517,7 @@ export class PgVectorStore implements VectorStore {
    */
   async checkIntegrity(options: { repair?: boolean } = {}): Promise<IntegrityReport> {
     this.assertOpen();
-    const orphanWhere = `${this.visible} AND NOT EXISTS (
-      SELECT 1 FROM ${this.docTable} d WHERE d.document_id = ${this.table}.document_id
-        AND d.deleted_at IS NULL AND COALESCE(d.version, '') = ${this.table}.version)`;
-    const inspect = async () => {
-      const counts = await this.client.query<{
-        documents: number;
-        chunks: number;
-        orphans: number;
-      }>(
-        `SELECT (SELECT count(*) FROM ${this.docTable} WHERE deleted_at IS NULL)::int AS documents,
-                (SELECT count(*) FROM ${this.table} WHERE ${this.visible})::int AS chunks,
-                (SELECT count(*) FROM ${this.table} WHERE ${orphanWhere})::int AS orphans`,
-      );
-      const mismatched = await this.client.query<{
-        document_id: string;
-        recorded: number;
-        stored: number;
-      }>(
-        `SELECT d.document_id, d.chunk_count AS recorded, count(c.id)::int AS stored
-         FROM ${this.docTable} d LEFT JOIN ${this.table} c
-           ON c.document_id = d.document_id AND c.version = COALESCE(d.version, '')
-         WHERE d.deleted_at IS NULL GROUP BY d.document_id, d.chunk_count
-         HAVING count(c.id) <> d.chunk_count ORDER BY d.document_id`,
-      );
-      const writes = await lapsedWrites(this.ctx);
-      const postings = await this.client.query<{ n: number }>(keywordIndexMismatchSql(this.kw));
-      return {
-        counts: counts.rows[0],
-        mismatched: mismatched.rows,
-        writes,
-        keywordIndexMismatch: postings.rows[0]?.n ?? 0,
-      };
-    };
-    const found = await this.run('check', inspect);
-    const report: IntegrityReport = {
-      collection: this.collectionName,
-      documents: found.counts?.documents ?? 0,
-      chunks: found.counts?.chunks ?? 0,
-      orphanChunks: found.counts?.orphans ?? 0,
-      mismatched: found.mismatched.map((m) => ({
-        documentId: m.document_id,
-        recorded: m.recorded,
-        stored: m.stored,
-      })),
-      liveWrites: found.writes
-        .filter((w) => !w.expired)
-        .map(({ version, owner, expiresAt, chunks }) => ({ version, owner, expiresAt, chunks })),
-      expiredWrites: found.writes
-        .filter((w) => w.expired)
-        .map(({ version, owner, chunks }) => ({ version, owner, chunks })),
-      keywordIndexMismatch: found.keywordIndexMismatch,
-      clean: false,
-    };
-    report.clean =
-      report.orphanChunks === 0 &&
-      report.mismatched.length === 0 &&
-      report.expiredWrites.length === 0 &&
-      report.keywordIndexMismatch === 0;
-    if (options.repair) {
-      const [writesSwept, sweptChunks] = await sweepWrites(this.ctx);
-      const orphans = await deleteWhere(this.ctx, orphanWhere, []);
-      let recordsFixed = 0;
-      if (report.mismatched.length > 0) {
-        recordsFixed = await this.exclusive(() =>
-          this.run('repair records', async () => {
-            const res = await this.client.query(
-              `UPDATE ${this.docTable} d SET chunk_count = s.stored,
-                 content_hash = 'repair:' || d.content_hash, updated_at = now()
-               FROM (SELECT d2.document_id, count(c.id)::int AS stored
-                     FROM ${this.docTable} d2 LEFT JOIN ${this.table} c
-                       ON c.document_id = d2.document_id AND c.version = COALESCE(d2.version, '')
-                     WHERE d2.deleted_at IS NULL AND d2.document_id = ANY($1::text[])
-                     GROUP BY d2.document_id) s
-               WHERE d.document_id = s.document_id RETURNING d.document_id`,
-              [report.mismatched.map((m) => m.documentId)],
-            );
-            return res.rows.length;
-          }),
-        );
-      }
-      let keywordIndexRebuilt = false;
-      if (found.keywordIndexMismatch > 0) {
-        await this.exclusive(() =>
-          this.run('rebuild keyword index', () =>
-            this.client.transaction(async (tx) => {
-              for (const sql of keywordIndexBackfill(this.kw)) await tx.query(sql);
-            }),
-          ),
-        );
-        keywordIndexRebuilt = true;
-      }
-      report.repaired = {
-        chunksDeleted: sweptChunks + orphans,
-        writesSwept,
-        recordsFixed,
-        keywordIndexRebuilt,
-      };
-    }
-    return report;
+    return checkIntegrity(this.ctx, options);
   }
 
   async getDocuments(documentIds: string[]): Promise<Map<string, DocumentRecord>> {

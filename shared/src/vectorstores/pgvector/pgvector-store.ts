@@ -1,9 +1,8 @@
 import type { AI4RAGChunk } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
 import type { TermStats } from '../../generation/term-stats.js';
-import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
-import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
+import { ANALYZER_VERSION } from '../../text/analyzer.js';
 import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
 import { type FilterNode, parseMetadataFilter } from '../filter.js';
 import { resolveCollectionName } from '../naming.js';
@@ -28,8 +27,8 @@ import type {
   WriteOutcome,
 } from '../types.js';
 import { type AnnState, buildIndex, noticeAnnIndex, refreshAnnIndex } from './ann-index.js';
-import { bm25Idf, DEFAULT_BM25_B, DEFAULT_BM25_K1, termFrequencies } from './bm25.js';
-import { queryStatistics, refreshBm25, termStats } from './bm25-refresh.js';
+import { DEFAULT_BM25_B, DEFAULT_BM25_K1 } from './bm25.js';
+import { refreshBm25, termStats } from './bm25-refresh.js';
 import {
   commitDocuments,
   deleteByDocument,
@@ -42,16 +41,17 @@ import {
 } from './documents.js';
 import { checkIntegrity } from './integrity.js';
 import { DEFAULT_KEYWORD_DEPTH } from './keyword-index.js';
-import { type CollectionTables, collectionTables } from './names.js';
+import { collectionTables } from './names.js';
 import { type OpenedCollection, openCollection } from './registry.js';
 import { dropPgCollection } from './schema.js';
 import {
-  type ChunkRow,
-  exactKeywordSearch,
-  indexedKeywordSearch,
+  bm25Search,
+  getChunksBySequence,
+  hybridSearch,
   OPERATOR,
   type ScoredRow,
   type SearchContext,
+  toHit,
   vectorSearch,
 } from './search.js';
 import { checkNumber, runOperation, type StoreContext } from './store-context.js';
@@ -103,94 +103,46 @@ export interface PgVectorStoreOptions {
   createIfMissing?: boolean;
 }
 
-function toHit(row: ChunkRow, score?: number): SearchHit {
-  return {
-    id: row.id,
-    text: row.content,
-    metadata: row.metadata,
-    ...(score !== undefined ? { score } : {}),
-  };
-}
-
 /**
  * pgvector-backed {@link VectorStore} over any {@link SqlClient} (PGlite in-process, or a `pg.Pool`). Dense search
  * uses pgvector's distance operators (HNSW index built lazily); keyword search is real BM25 stored as `sparsevec`
- * weights; hybrid search fuses both in memory. See `shared/src/vectorstores/README.md`.
+ * weights; hybrid search fuses both in memory. See `shared/src/vectorstores/README.md`: this class holds the
+ * options and state and serializes writes; the work is done by the modules of this folder, given `ctx`.
  */
 export class PgVectorStore implements VectorStore {
   readonly collectionName: string;
   readonly distance: DistanceMetric;
   readonly dimension: number;
-  private readonly client: SqlClient;
   private readonly embedder: Embedder;
-  private readonly table: string;
-  private readonly docTable: string;
-  /** SQL condition (on the chunk table, unaliased) that a row belongs to no staged write. */
-  private readonly visible: string;
   private readonly annMinRows: number;
   private readonly hybridCandidates: number;
   private readonly keywordDepth: number;
-  private readonly t: CollectionTables;
-  private readonly k1: number;
-  private readonly b: number;
-  private readonly reweightTolerance: number;
-  private readonly logger: (message: string) => void;
+  /** pgvector has iterative index scans (0.8+). */
+  private readonly iterativeScan: boolean;
   private readonly ownsClient: boolean;
   private readonly ann: AnnState;
-  /** What the modules are given (names, client, settings, `run` and `exclusive`). */
+  /** What the modules are given: names, client, settings, `run` and `exclusive` (bound to this store). */
   private readonly ctx: StoreContext;
-  /** The server is PGlite (directly or over pglite-socket): no concurrent index builds. */
-  private readonly pglite: boolean;
-  /** Whether bulk writes use the client's binary COPY (not through pglite-socket, whose protocol lacks it). */
-  private readonly useCopy: boolean;
-  private readonly iterativeScan: boolean;
-  /**
-   * Opened by a reader without write privileges (e.g. `ai4rag_reader`): keyword search then reads the statistics
-   * log instead of folding it, and nothing is written.
-   */
-  private readonly readOnly: boolean;
   private closed = false;
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(
-    options: PgVectorStoreOptions & { distance: DistanceMetric },
-    name: string,
-    t: CollectionTables,
+    options: PgVectorStoreOptions,
+    base: Omit<StoreContext, 'run' | 'exclusive'>,
     opened: OpenedCollection,
   ) {
-    this.client = options.client;
+    this.collectionName = base.collectionName;
+    this.distance = base.distance;
+    this.dimension = base.dimension;
     this.embedder = options.embedder;
-    this.collectionName = name;
-    this.t = t;
-    this.table = this.t.table;
-    this.docTable = this.t.docTable;
-    this.visible = this.t.visible;
-    this.distance = options.distance;
-    this.dimension = options.embedder.dimension;
     this.annMinRows = options.annMinRows ?? 20_000;
     this.hybridCandidates = options.hybridCandidates ?? 100;
     this.keywordDepth = options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH;
-    this.k1 = options.bm25?.k1 ?? DEFAULT_BM25_K1;
-    this.b = options.bm25?.b ?? DEFAULT_BM25_B;
-    this.reweightTolerance = options.bm25?.reweightTolerance ?? 0.1;
-    this.logger = options.logger ?? (() => {});
+    this.iterativeScan = opened.iterativeScan;
     this.ownsClient = options.ownsClient ?? false;
     this.ann = { valid: opened.annIndex, checkedAt: opened.annCheckedAt, warnedExactScan: false };
-    this.pglite = opened.pglite;
-    this.useCopy = opened.useCopy;
-    this.iterativeScan = opened.iterativeScan;
-    this.readOnly = opened.readOnly;
     this.ctx = {
-      client: this.client,
-      t,
-      collectionName: name,
-      dimension: this.dimension,
-      distance: this.distance,
-      bm25: { k1: this.k1, b: this.b, reweightTolerance: this.reweightTolerance },
-      logger: this.logger,
-      useCopy: this.useCopy,
-      readOnly: this.readOnly,
-      pglite: this.pglite,
+      ...base,
       run: <T>(operation: string, fn: () => Promise<T>) => this.run(operation, fn),
       exclusive: <T>(fn: () => Promise<T>) => this.exclusive(fn),
     };
@@ -219,6 +171,12 @@ export class PgVectorStore implements VectorStore {
     checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
     checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
     const t = collectionTables(name.toLowerCase());
+    const bm25 = {
+      k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,
+      b: options.bm25?.b ?? DEFAULT_BM25_B,
+      reweightTolerance: options.bm25?.reweightTolerance ?? 0.1,
+    };
+    const logger = options.logger ?? (() => {});
     const opened = await runOperation(name, 'open collection', () =>
       openCollection({
         client: options.client,
@@ -226,16 +184,31 @@ export class PgVectorStore implements VectorStore {
         collectionName: name,
         embedder: options.embedder,
         distance,
-        k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,
-        b: options.bm25?.b ?? DEFAULT_BM25_B,
+        k1: bm25.k1,
+        b: bm25.b,
         createIfMissing: options.createIfMissing ?? true,
-        logger: options.logger ?? (() => {}),
+        logger,
       }),
     );
-    const store = new PgVectorStore({ ...options, distance }, name, t, opened);
+    const store = new PgVectorStore(
+      options,
+      {
+        client: options.client,
+        t,
+        collectionName: name,
+        dimension: options.embedder.dimension,
+        distance,
+        bm25,
+        logger,
+        useCopy: opened.useCopy,
+        readOnly: opened.readOnly,
+        pglite: opened.pglite,
+      },
+      opened,
+    );
     if (opened.reg.analyzer_version !== ANALYZER_VERSION) {
       await store.run('open collection', async () => {
-        if (store.readOnly) {
+        if (opened.readOnly) {
           throw new VectorStoreError(
             `collection ${name} was indexed with analyzer ${opened.reg.analyzer_version}, not ${ANALYZER_VERSION}: ` +
               're-run an ingestion into it (unchanged documents are skipped) as a writer to re-weight it',
@@ -300,31 +273,12 @@ export class PgVectorStore implements VectorStore {
       return rows.map((r) => toHit(r, p.includeScores ? r.score : undefined));
     }
     const n = Math.max(this.hybridCandidates, p.k);
-    const denseSide = () => this.run('vector search', () => this.dense(qvec, n, p.filter));
-    const keywordSide = () => this.run('keyword search', () => this.bm25Search(query, n, p.filter));
-    let dense: ScoredRow[];
-    let keyword: ScoredRow[];
-    if (this.pglite) {
-      dense = await denseSide();
-      keyword = await keywordSide();
-    } else {
-      // Two statements at once on a server's pool (its own connection each); the dense side's error first.
-      const [d, kw] = await Promise.allSettled([denseSide(), keywordSide()]);
-      if (d.status === 'rejected') throw d.reason;
-      if (kw.status === 'rejected') throw kw.reason;
-      dense = d.value;
-      keyword = kw.value;
-    }
-    const byId = new Map<string, ChunkRow>();
-    for (const r of [...dense, ...keyword]) if (!byId.has(r.id)) byId.set(r.id, r);
-    let fused: ScoredId[];
-    if (p.rankerStrategy === 'rrf') fused = rrfFuse([dense, keyword], p.rankerK);
-    else if (p.rankerStrategy === 'weighted') fused = weightedFuse(dense, keyword, p.rankerAlpha);
-    else fused = normalizedFuse([dense, keyword]);
-    return fused.slice(0, p.k).map((f) => {
-      const row = byId.get(f.id) as ChunkRow;
-      return toHit(row, p.includeScores ? f.score : undefined);
-    });
+    return hybridSearch(
+      p,
+      () => this.run('vector search', () => this.dense(qvec, n, p.filter)),
+      () => this.run('keyword search', () => this.bm25Search(query, n, p.filter)),
+      this.ctx.pglite,
+    );
   }
 
   /**
@@ -360,8 +314,8 @@ export class PgVectorStore implements VectorStore {
 
   private searchContext(): SearchContext {
     return {
-      client: this.client,
-      t: this.t,
+      client: this.ctx.client,
+      t: this.ctx.t,
       distance: this.distance,
       annIndex: this.ann.valid,
       iterativeScan: this.iterativeScan,
@@ -390,26 +344,12 @@ export class PgVectorStore implements VectorStore {
   }
 
   /** BM25 top-`limit` rows (score > 0), best first. */
-  private async bm25Search(
+  private bm25Search(
     query: string,
     limit: number,
     filter: FilterNode | undefined,
   ): Promise<ScoredRow[]> {
-    const qtf = termFrequencies(analyze(query));
-    if (qtf.size === 0) return [];
-    const { reg, df } = await queryStatistics(this.ctx, [...qtf.keys()]);
-    if (reg.n === 0) return [];
-    // Ascending term order, whichever statement read the df (it fixes the order partial scores are summed in).
-    const weights = new Map<number, number>();
-    for (const term of [...df.keys()].sort((a, b) => a - b)) {
-      weights.set(term, bm25Idf(reg.n, df.get(term) as number) * (qtf.get(term) ?? 0));
-    }
-    if (weights.size === 0) return [];
-    if (this.keywordDepth > 0) {
-      const indexed = await indexedKeywordSearch(this.searchContext(), weights, limit, filter);
-      if (indexed !== undefined) return indexed;
-    }
-    return exactKeywordSearch(this.searchContext(), weights, limit, filter);
+    return bm25Search(this.ctx, this.searchContext(), query, limit, filter);
   }
 
   /**
@@ -418,18 +358,7 @@ export class PgVectorStore implements VectorStore {
    */
   async getChunksBySequence(documentId: string, from: number, to: number): Promise<SearchHit[]> {
     this.assertOpen();
-    if (!Number.isInteger(from) || !Number.isInteger(to)) {
-      throw new VectorStoreError('sequence bounds must be integers');
-    }
-    const res = await this.run('read chunks', () =>
-      this.client.query<ChunkRow>(
-        `SELECT id, content, metadata FROM ${this.table}
-         WHERE document_id = $1 AND sequence_number BETWEEN $2 AND $3 AND ${this.visible}
-         ORDER BY sequence_number, id`,
-        [documentId, from, to],
-      ),
-    );
-    return res.rows.map((r) => toHit(r));
+    return getChunksBySequence(this.ctx, documentId, from, to);
   }
 
   /**
@@ -544,9 +473,9 @@ export class PgVectorStore implements VectorStore {
     // Stats read the catalogue: an index another session built counts at once.
     await noticeAnnIndex(this.ctx, this.ann);
     const res = await this.run('stats', () =>
-      this.client.query<{ documents: number; chunks: number }>(
-        `SELECT (SELECT count(*) FROM ${this.docTable} WHERE deleted_at IS NULL)::int AS documents,
-                (SELECT count(*) FROM ${this.table} WHERE ${this.visible})::int AS chunks`,
+      this.ctx.client.query<{ documents: number; chunks: number }>(
+        `SELECT (SELECT count(*) FROM ${this.ctx.t.docTable} WHERE deleted_at IS NULL)::int AS documents,
+                (SELECT count(*) FROM ${this.ctx.t.table} WHERE ${this.ctx.t.visible})::int AS chunks`,
       ),
     );
     return {
@@ -564,7 +493,7 @@ export class PgVectorStore implements VectorStore {
   async drop(): Promise<void> {
     this.assertOpen();
     await this.exclusive(() =>
-      this.run('drop collection', () => dropPgCollection(this.client, this.collectionName)),
+      this.run('drop collection', () => dropPgCollection(this.ctx.client, this.collectionName)),
     );
     await this.close();
   }
@@ -574,6 +503,6 @@ export class PgVectorStore implements VectorStore {
     if (this.closed) return;
     this.closed = true;
     await this.queue;
-    if (this.ownsClient) await this.client.close();
+    if (this.ownsClient) await this.ctx.client.close();
   }
 }

@@ -1,14 +1,21 @@
 /**
- * The search SQL of a pgvector collection: dense search (exact scan or HNSW, with its settings scoped to the
- * statement), and BM25 keyword search through the postings index or by the exact scan it is measured against.
+ * The searches of a pgvector collection: dense search (exact scan or HNSW, with its settings scoped to the
+ * statement), BM25 keyword search through the postings index or by the exact scan it is measured against, the
+ * hybrid fusion of both, and the read of a document's chunks by sequence number (window retrieval).
  */
 import type { ChunkMetadata } from '../../chunking/types.js';
+import { normalizedFuse, rrfFuse, type ScoredId, weightedFuse } from '../../retrieval/fusion.js';
+import type { ValidatedSearchParams } from '../../retrieval/search-params.js';
+import { analyze } from '../../text/analyzer.js';
+import { VectorStoreError } from '../errors.js';
 import { compileFilterSql, type FilterNode } from '../filter.js';
 import type { SqlClient } from '../sql-client.js';
-import type { DistanceMetric } from '../types.js';
-import { sparseLiteral } from './bm25.js';
+import type { DistanceMetric, SearchHit } from '../types.js';
+import { bm25Idf, sparseLiteral, termFrequencies } from './bm25.js';
+import { queryStatistics } from './bm25-refresh.js';
 import { keywordQuery } from './keyword-index.js';
 import type { CollectionTables } from './names.js';
+import type { StoreContext } from './store-context.js';
 
 /** A chunk as the searches read it. */
 export interface ChunkRow {
@@ -178,4 +185,95 @@ export async function exactKeywordSearch(
     params,
   );
   return res.rows;
+}
+
+/** A row as the port's hit (with `score` when given). */
+export function toHit(row: ChunkRow, score?: number): SearchHit {
+  return {
+    id: row.id,
+    text: row.content,
+    metadata: row.metadata,
+    ...(score !== undefined ? { score } : {}),
+  };
+}
+
+/** BM25 top-`limit` rows (score > 0), best first: the postings index when `keywordDepth` > 0, else exactly. */
+export async function bm25Search(
+  ctx: StoreContext,
+  search: SearchContext,
+  query: string,
+  limit: number,
+  filter: FilterNode | undefined,
+): Promise<ScoredRow[]> {
+  const qtf = termFrequencies(analyze(query));
+  if (qtf.size === 0) return [];
+  const { reg, df } = await queryStatistics(ctx, [...qtf.keys()]);
+  if (reg.n === 0) return [];
+  // Ascending term order, whichever statement read the df (it fixes the order partial scores are summed in).
+  const weights = new Map<number, number>();
+  for (const term of [...df.keys()].sort((a, b) => a - b)) {
+    weights.set(term, bm25Idf(reg.n, df.get(term) as number) * (qtf.get(term) ?? 0));
+  }
+  if (weights.size === 0) return [];
+  if (search.keywordDepth > 0) {
+    const indexed = await indexedKeywordSearch(search, weights, limit, filter);
+    if (indexed !== undefined) return indexed;
+  }
+  return exactKeywordSearch(search, weights, limit, filter);
+}
+
+/**
+ * Hybrid search: both sides (one after the other when `sequential`, else at once, the dense side's error first),
+ * fused by `p.rankerStrategy`, top `p.k`.
+ */
+export async function hybridSearch(
+  p: ValidatedSearchParams,
+  denseSide: () => Promise<ScoredRow[]>,
+  keywordSide: () => Promise<ScoredRow[]>,
+  sequential: boolean,
+): Promise<SearchHit[]> {
+  let dense: ScoredRow[];
+  let keyword: ScoredRow[];
+  if (sequential) {
+    dense = await denseSide();
+    keyword = await keywordSide();
+  } else {
+    // Two statements at once on a server's pool (its own connection each); the dense side's error first.
+    const [d, kw] = await Promise.allSettled([denseSide(), keywordSide()]);
+    if (d.status === 'rejected') throw d.reason;
+    if (kw.status === 'rejected') throw kw.reason;
+    dense = d.value;
+    keyword = kw.value;
+  }
+  const byId = new Map<string, ChunkRow>();
+  for (const r of [...dense, ...keyword]) if (!byId.has(r.id)) byId.set(r.id, r);
+  let fused: ScoredId[];
+  if (p.rankerStrategy === 'rrf') fused = rrfFuse([dense, keyword], p.rankerK);
+  else if (p.rankerStrategy === 'weighted') fused = weightedFuse(dense, keyword, p.rankerAlpha);
+  else fused = normalizedFuse([dense, keyword]);
+  return fused.slice(0, p.k).map((f) => {
+    const row = byId.get(f.id) as ChunkRow;
+    return toHit(row, p.includeScores ? f.score : undefined);
+  });
+}
+
+/** Visible chunks of one document with sequence_number in [from, to], by sequence_number. */
+export async function getChunksBySequence(
+  ctx: StoreContext,
+  documentId: string,
+  from: number,
+  to: number,
+): Promise<SearchHit[]> {
+  if (!Number.isInteger(from) || !Number.isInteger(to)) {
+    throw new VectorStoreError('sequence bounds must be integers');
+  }
+  const res = await ctx.run('read chunks', () =>
+    ctx.client.query<ChunkRow>(
+      `SELECT id, content, metadata FROM ${ctx.t.table}
+         WHERE document_id = $1 AND sequence_number BETWEEN $2 AND $3 AND ${ctx.t.visible}
+         ORDER BY sequence_number, id`,
+      [documentId, from, to],
+    ),
+  );
+  return res.rows.map((r) => toHit(r));
 }

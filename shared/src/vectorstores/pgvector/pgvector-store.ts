@@ -3,9 +3,8 @@ import type { Embedder } from '../../embeddings/types.js';
 import type { TermStats } from '../../generation/term-stats.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
 import { ANALYZER_VERSION } from '../../text/analyzer.js';
-import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
+import { VectorStoreError } from '../errors.js';
 import { type FilterNode, parseMetadataFilter } from '../filter.js';
-import { resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
 import type {
   BeginWriteOptions,
@@ -27,7 +26,6 @@ import type {
   WriteOutcome,
 } from '../types.js';
 import { type AnnState, buildIndex, noticeAnnIndex, refreshAnnIndex } from './ann-index.js';
-import { DEFAULT_BM25_B, DEFAULT_BM25_K1 } from './bm25.js';
 import { refreshBm25, termStats } from './bm25-refresh.js';
 import {
   commitDocuments,
@@ -40,15 +38,14 @@ import {
   putDocument,
 } from './documents.js';
 import { checkIntegrity } from './integrity.js';
-import { DEFAULT_KEYWORD_DEPTH } from './keyword-index.js';
 import { collectionTables } from './names.js';
+import { type PgVectorStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type OpenedCollection, openCollection } from './registry.js';
 import { dropPgCollection } from './schema.js';
 import {
   bm25Search,
   getChunksBySequence,
   hybridSearch,
-  OPERATOR,
   type ScoredRow,
   type SearchContext,
   toHit,
@@ -59,49 +56,10 @@ import { abortWrite, beginWrite, finishWrite } from './write-ledger.js';
 import { addChunks, upsert } from './writes.js';
 
 export { MAX_HNSW_DIMENSION } from './ann-index.js';
+export { MAX_VECTOR_DIMENSION, type PgVectorStoreOptions } from './options.js';
 export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
 export { distanceToScore, vectorLiteral } from './search.js';
 export { UPSERT_BATCH_SIZE } from './writes.js';
-
-/** Largest `vector` dimension pgvector stores. */
-export const MAX_VECTOR_DIMENSION = 16000;
-
-/** Options of {@link PgVectorStore.create}. */
-export interface PgVectorStoreOptions {
-  client: SqlClient;
-  embedder: Embedder;
-  /** Resolved with `resolveCollectionName` (must start with `ai4rag`; generated when absent). */
-  collectionName?: string;
-  /** @default 'cosine' */
-  distance?: DistanceMetric;
-  /**
-   * Rows from which `buildIndex` (called at the end of an ingestion, or by `ai4rag index`) builds the HNSW index;
-   * searches below it, or before the index exists, scan exactly. Searches never build it. @default 20000
-   */
-  annMinRows?: number;
-  /** Candidates taken from each side of a hybrid search (at least k). @default 100 */
-  hybridCandidates?: number;
-  /**
-   * Postings read per query term by a keyword search (see `keyword-index.ts`); 0 scans every chunk's BM25 weights
-   * exactly instead (the reference the index is measured against). @default 1000
-   */
-  keywordDepth?: number;
-  /**
-   * BM25 parameters. `reweightTolerance`: relative drift of the average document length tolerated before all
-   * document weights are recomputed (default 0.1; 0 recomputes on any change).
-   */
-  bm25?: { k1?: number; b?: number; reweightTolerance?: number };
-  logger?: (message: string) => void;
-  /** `close()` also closes the client. @default false */
-  ownsClient?: boolean;
-  /**
-   * Create the collection when it does not exist, and bring an older schema up to date (under an advisory lock
-   * with a lock timeout). Readers (search, listing) pass false: a mistyped name is reported instead of silently
-   * creating an empty collection, and opening runs no DDL at all (only catalogue reads); a collection whose
-   * schema is out of date is refused with a message saying how to migrate it. @default true
-   */
-  createIfMissing?: boolean;
-}
 
 /**
  * pgvector-backed {@link VectorStore} over any {@link SqlClient} (PGlite in-process, or a `pg.Pool`). Dense search
@@ -127,19 +85,20 @@ export class PgVectorStore implements VectorStore {
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(
-    options: PgVectorStoreOptions,
+    embedder: Embedder,
+    o: ResolvedOptions,
     base: Omit<StoreContext, 'run' | 'exclusive'>,
     opened: OpenedCollection,
   ) {
     this.collectionName = base.collectionName;
     this.distance = base.distance;
     this.dimension = base.dimension;
-    this.embedder = options.embedder;
-    this.annMinRows = options.annMinRows ?? 20_000;
-    this.hybridCandidates = options.hybridCandidates ?? 100;
-    this.keywordDepth = options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH;
+    this.embedder = embedder;
+    this.annMinRows = o.annMinRows;
+    this.hybridCandidates = o.hybridCandidates;
+    this.keywordDepth = o.keywordDepth;
     this.iterativeScan = opened.iterativeScan;
-    this.ownsClient = options.ownsClient ?? false;
+    this.ownsClient = o.ownsClient;
     this.ann = { valid: opened.annIndex, checkedAt: opened.annCheckedAt, warnedExactScan: false };
     this.ctx = {
       ...base,
@@ -158,48 +117,33 @@ export class PgVectorStore implements VectorStore {
    * const store = await PgVectorStore.create({ client: await openPglite(), embedder, collectionName: 'ai4rag_kb' });
    */
   static async create(options: PgVectorStoreOptions): Promise<PgVectorStore> {
-    const name = resolveCollectionName(options.collectionName);
-    const distance = options.distance ?? 'cosine';
-    if (!(distance in OPERATOR)) {
-      throw new VectorStoreConfigError(`unknown distance metric '${String(distance)}'`);
-    }
-    checkNumber('embedder.dimension', options.embedder.dimension, 1, MAX_VECTOR_DIMENSION, true);
-    checkNumber('annMinRows', options.annMinRows ?? 0, 0, Number.MAX_SAFE_INTEGER, true);
-    checkNumber('hybridCandidates', options.hybridCandidates ?? 100, 1, 10_000, true);
-    checkNumber('keywordDepth', options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH, 0, 1_000_000, true);
-    checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
-    checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
-    checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
-    const t = collectionTables(name.toLowerCase());
-    const bm25 = {
-      k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,
-      b: options.bm25?.b ?? DEFAULT_BM25_B,
-      reweightTolerance: options.bm25?.reweightTolerance ?? 0.1,
-    };
-    const logger = options.logger ?? (() => {});
-    const opened = await runOperation(name, 'open collection', () =>
+    const o = resolveOptions(options);
+    const { client, embedder } = options;
+    const t = collectionTables(o.name.toLowerCase());
+    const opened = await runOperation(o.name, 'open collection', () =>
       openCollection({
-        client: options.client,
+        client,
         t,
-        collectionName: name,
-        embedder: options.embedder,
-        distance,
-        k1: bm25.k1,
-        b: bm25.b,
-        createIfMissing: options.createIfMissing ?? true,
-        logger,
+        collectionName: o.name,
+        embedder,
+        distance: o.distance,
+        k1: o.bm25.k1,
+        b: o.bm25.b,
+        createIfMissing: o.createIfMissing,
+        logger: o.logger,
       }),
     );
     const store = new PgVectorStore(
-      options,
+      embedder,
+      o,
       {
-        client: options.client,
+        client,
         t,
-        collectionName: name,
-        dimension: options.embedder.dimension,
-        distance,
-        bm25,
-        logger,
+        collectionName: o.name,
+        dimension: embedder.dimension,
+        distance: o.distance,
+        bm25: o.bm25,
+        logger: o.logger,
         useCopy: opened.useCopy,
         readOnly: opened.readOnly,
         pglite: opened.pglite,
@@ -210,7 +154,7 @@ export class PgVectorStore implements VectorStore {
       await store.run('open collection', async () => {
         if (opened.readOnly) {
           throw new VectorStoreError(
-            `collection ${name} was indexed with analyzer ${opened.reg.analyzer_version}, not ${ANALYZER_VERSION}: ` +
+            `collection ${o.name} was indexed with analyzer ${opened.reg.analyzer_version}, not ${ANALYZER_VERSION}: ` +
               're-run an ingestion into it (unchanged documents are skipped) as a writer to re-weight it',
           );
         }

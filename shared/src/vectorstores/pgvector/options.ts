@@ -1,0 +1,102 @@
+/**
+ * The options of `PgVectorStore.create`: their interface, their defaults, and their validation (done before any
+ * I/O: a bad option is refused with a `VectorStoreConfigError` naming it and the value given).
+ */
+import type { Embedder } from '../../embeddings/types.js';
+import { VectorStoreConfigError } from '../errors.js';
+import { resolveCollectionName } from '../naming.js';
+import type { SqlClient } from '../sql-client.js';
+import type { DistanceMetric } from '../types.js';
+import { DEFAULT_BM25_B, DEFAULT_BM25_K1 } from './bm25.js';
+import { DEFAULT_KEYWORD_DEPTH } from './keyword-index.js';
+import { OPERATOR } from './search.js';
+import { type Bm25Settings, checkNumber } from './store-context.js';
+
+/** Largest `vector` dimension pgvector stores. */
+export const MAX_VECTOR_DIMENSION = 16000;
+
+/** Options of {@link PgVectorStore.create}. */
+export interface PgVectorStoreOptions {
+  client: SqlClient;
+  embedder: Embedder;
+  /** Resolved with `resolveCollectionName` (must start with `ai4rag`; generated when absent). */
+  collectionName?: string;
+  /** @default 'cosine' */
+  distance?: DistanceMetric;
+  /**
+   * Rows from which `buildIndex` (called at the end of an ingestion, or by `ai4rag index`) builds the HNSW index;
+   * searches below it, or before the index exists, scan exactly. Searches never build it. @default 20000
+   */
+  annMinRows?: number;
+  /** Candidates taken from each side of a hybrid search (at least k). @default 100 */
+  hybridCandidates?: number;
+  /**
+   * Postings read per query term by a keyword search (see `keyword-index.ts`); 0 scans every chunk's BM25 weights
+   * exactly instead (the reference the index is measured against). @default 1000
+   */
+  keywordDepth?: number;
+  /**
+   * BM25 parameters. `reweightTolerance`: relative drift of the average document length tolerated before all
+   * document weights are recomputed (default 0.1; 0 recomputes on any change).
+   */
+  bm25?: { k1?: number; b?: number; reweightTolerance?: number };
+  logger?: (message: string) => void;
+  /** `close()` also closes the client. @default false */
+  ownsClient?: boolean;
+  /**
+   * Create the collection when it does not exist, and bring an older schema up to date (under an advisory lock
+   * with a lock timeout). Readers (search, listing) pass false: a mistyped name is reported instead of silently
+   * creating an empty collection, and opening runs no DDL at all (only catalogue reads); a collection whose
+   * schema is out of date is refused with a message saying how to migrate it. @default true
+   */
+  createIfMissing?: boolean;
+}
+
+/** The options with their defaults applied. */
+export interface ResolvedOptions {
+  /** The collection's name, resolved. */
+  name: string;
+  distance: DistanceMetric;
+  annMinRows: number;
+  hybridCandidates: number;
+  keywordDepth: number;
+  bm25: Bm25Settings;
+  logger: (message: string) => void;
+  createIfMissing: boolean;
+  ownsClient: boolean;
+}
+
+/**
+ * Validates `options` and applies their defaults.
+ * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
+ * @throws {VectorStoreConfigError} for a bad option.
+ */
+export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
+  const name = resolveCollectionName(options.collectionName);
+  const distance = options.distance ?? 'cosine';
+  if (!(distance in OPERATOR)) {
+    throw new VectorStoreConfigError(`unknown distance metric '${String(distance)}'`);
+  }
+  checkNumber('embedder.dimension', options.embedder.dimension, 1, MAX_VECTOR_DIMENSION, true);
+  checkNumber('annMinRows', options.annMinRows ?? 0, 0, Number.MAX_SAFE_INTEGER, true);
+  checkNumber('hybridCandidates', options.hybridCandidates ?? 100, 1, 10_000, true);
+  checkNumber('keywordDepth', options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH, 0, 1_000_000, true);
+  checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
+  checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
+  checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
+  return {
+    name,
+    distance,
+    annMinRows: options.annMinRows ?? 20_000,
+    hybridCandidates: options.hybridCandidates ?? 100,
+    keywordDepth: options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH,
+    bm25: {
+      k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,
+      b: options.bm25?.b ?? DEFAULT_BM25_B,
+      reweightTolerance: options.bm25?.reweightTolerance ?? 0.1,
+    },
+    logger: options.logger ?? (() => {}),
+    createIfMissing: options.createIfMissing ?? true,
+    ownsClient: options.ownsClient ?? false,
+  };
+}

@@ -281,3 +281,14 @@ export function deleteByFilter(ctx: StoreContext, f: FilterNode): Promise<number
   const where = compileFilterSql(f, params, 'metadata');
   return deleteWhere(ctx, `${where} AND ${ctx.t.visible}`, params);
 }
+
+/** Live documents (records that are not tombstones) and visible chunks. */
+export async function countLive(ctx: StoreContext): Promise<{ documents: number; chunks: number }> {
+  const res = await ctx.run('stats', () =>
+    ctx.client.query<{ documents: number; chunks: number }>(
+      `SELECT (SELECT count(*) FROM ${ctx.t.docTable} WHERE deleted_at IS NULL)::int AS documents,
+                (SELECT count(*) FROM ${ctx.t.table} WHERE ${ctx.t.visible})::int AS chunks`,
+    ),
+  );
+  return { documents: res.rows[0]?.documents ?? 0, chunks: res.rows[0]?.chunks ?? 0 };
+}

@@ -1,3 +1,7 @@
+/**
+ * The pgvector adapter's entry point: `PgVectorStore` (options, state, serialization; each method delegates to the
+ * module of its concern, listed in `shared/src/vectorstores/README.md`) and the names other modules import from here.
+ */
 import type { AI4RAGChunk } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';
 import type { TermStats } from '../../generation/term-stats.js';
@@ -29,6 +33,7 @@ import { type AnnState, buildIndex, noticeAnnIndex, refreshAnnIndex } from './an
 import { refreshBm25, termStats } from './bm25-refresh.js';
 import {
   commitDocuments,
+  countLive,
   deleteByDocument,
   deleteByFilter,
   deleteDocument,
@@ -416,16 +421,10 @@ export class PgVectorStore implements VectorStore {
     this.assertOpen();
     // Stats read the catalogue: an index another session built counts at once.
     await noticeAnnIndex(this.ctx, this.ann);
-    const res = await this.run('stats', () =>
-      this.ctx.client.query<{ documents: number; chunks: number }>(
-        `SELECT (SELECT count(*) FROM ${this.ctx.t.docTable} WHERE deleted_at IS NULL)::int AS documents,
-                (SELECT count(*) FROM ${this.ctx.t.table} WHERE ${this.ctx.t.visible})::int AS chunks`,
-      ),
-    );
+    const counts = await countLive(this.ctx);
     return {
       collection: this.collectionName,
-      documents: res.rows[0]?.documents ?? 0,
-      chunks: res.rows[0]?.chunks ?? 0,
+      ...counts,
       dimension: this.dimension,
       distance: this.distance,
       embeddingModel: this.embedder.modelId,

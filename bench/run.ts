@@ -11,7 +11,8 @@
  *
  * 3. Optimizer efficiency on a recorded score table.
  * 4. (`--serve`) `ai4rag serve` under concurrent load, with a health check on new connections (bench/serve-load.ts).
- * 5. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
+ * 5. (`--trials`) `ai4rag experiment` with `--trial-concurrency` 1 and 2, side by side (bench/trials.ts).
+ * 6. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
  *    a fresh `node` takes to import it (bench/bundles.ts). `npm run bench -- --bundles` runs this section alone.
  *
  * PostgreSQL comes from PGVECTOR_HOST/PORT/DB/USER/PASSWORD, or is started with ../shared/tools/pg-with-pgvector
@@ -343,6 +344,9 @@ if (process.argv.includes('--scale')) {
 } else if (process.argv.includes('--serve')) {
   const { runServeLoad } = await import('./serve-load.js');
   await runServeLoad(process.argv.slice(2));
+} else if (process.argv.includes('--trials')) {
+  const { runTrials } = await import('./trials.js');
+  await runTrials(process.argv.slice(2));
 } else if (process.argv.includes('--bundles')) {
   await bundleSizes();
 } else {

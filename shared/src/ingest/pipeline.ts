@@ -1,6 +1,7 @@
 import { resolveSemanticOptions } from '../chunking/limits.js';
 import type { AI4RAGChunk, ChunkingOptions } from '../chunking/types.js';
 import type { LoadedDocument } from '../documents/types.js';
+import { ValidationError } from '../errors.js';
 import type {
   DocumentRecord,
   IndexBuildResult,
@@ -52,7 +53,18 @@ export interface IngestOptions {
    * search ever waits for it. @default true
    */
   buildIndex?: boolean;
+  /**
+   * Staged writes in flight at once (1–8): each is its own version of its own documents, committed on its own, so
+   * on a server store they run on separate connections (the HNSW insertions of an indexed collection on separate
+   * server cores). Results keep the order of `docs` whatever the order writes finish in. @default 1
+   */
+  writers?: number;
+  /** Chunks per staged write (documents are never split between writes). @default INGEST_BATCH_CHUNKS */
+  batchChunks?: number;
 }
+
+/** Most staged writes {@link ingestDocuments} keeps in flight at once. */
+export const MAX_INGEST_WRITERS = 8;
 
 /** Outcome per document. */
 export interface IngestDocumentResult {
@@ -73,6 +85,13 @@ export interface IngestSummary extends IngestProgress {
   index?: IndexBuildResult;
   /** Why the index build at the end failed (the documents are committed; searches scan exactly meanwhile). */
   indexError?: string;
+}
+
+/** A document waiting to be written, with its place among the results. */
+interface Pending {
+  doc: LoadedDocument;
+  chunks: AI4RAGChunk[];
+  slot: number;
 }
 
 /** Consecutive single-document retries failing with one error after which the cause is taken as systemic. */
@@ -103,6 +122,16 @@ export async function ingestDocuments(
   options: IngestOptions,
 ): Promise<IngestSummary> {
   const { store } = options;
+  const writers = options.writers ?? 1;
+  if (!Number.isInteger(writers) || writers < 1 || writers > MAX_INGEST_WRITERS) {
+    throw new ValidationError(
+      `writers must be an integer from 1 to ${MAX_INGEST_WRITERS}, got ${writers}`,
+    );
+  }
+  const batchChunks = options.batchChunks ?? INGEST_BATCH_CHUNKS;
+  if (!Number.isInteger(batchChunks) || batchChunks < 1) {
+    throw new ValidationError(`batchChunks must be a positive integer, got ${batchChunks}`);
+  }
   const key = indexingKey(options.chunking);
   const progress: IngestProgress = {
     documentsTotal: Array.isArray(docs) ? docs.length : 0,
@@ -110,13 +139,14 @@ export async function ingestDocuments(
     documentsSkipped: 0,
     chunksStored: 0,
   };
-  const results: IngestDocumentResult[] = [];
-  let pending: { doc: LoadedDocument; chunks: AI4RAGChunk[] }[] = [];
+  // In the order of `docs`: a document waiting for its write holds its slot until the write reports.
+  const results: (IngestDocumentResult | undefined)[] = [];
+  let pending: Pending[] = [];
   let pendingChunks = 0;
 
   const readAt = options.readAt ?? new Date().toISOString();
-  const fail = (doc: LoadedDocument, error: string) => {
-    results.push({ documentId: doc.key, status: 'failed', chunks: 0, error });
+  const fail = (item: Pending, error: string) => {
+    results[item.slot] = { documentId: item.doc.key, status: 'failed', chunks: 0, error };
     progress.documentsDone += 1;
   };
 
@@ -125,9 +155,7 @@ export async function ingestDocuments(
    * its own lock. A failure leaves every document at its previous version and no chunk behind (the write is
    * aborted, or swept by the next writer if this process dies).
    */
-  const storeGroup = async (
-    group: readonly { doc: LoadedDocument; chunks: AI4RAGChunk[] }[],
-  ): Promise<WriteOutcome> => {
+  const storeGroup = async (group: readonly Pending[]): Promise<WriteOutcome> => {
     const version = await store.beginWrite(
       options.leaseSeconds === undefined ? {} : { leaseSeconds: options.leaseSeconds },
     );
@@ -158,34 +186,28 @@ export async function ingestDocuments(
     return outcome;
   };
 
-  const report = (
-    group: readonly { doc: LoadedDocument; chunks: AI4RAGChunk[] }[],
-    outcome: WriteOutcome,
-  ) => {
+  const report = (group: readonly Pending[], outcome: WriteOutcome) => {
     const refused = new Map(outcome.refused.map((r) => [r.documentId, r]));
-    for (const { doc, chunks } of group) {
+    for (const { doc, chunks, slot } of group) {
       const r = refused.get(doc.key);
       if (r === undefined) {
-        results.push({ documentId: doc.key, status: 'indexed', chunks: chunks.length });
+        results[slot] = { documentId: doc.key, status: 'indexed', chunks: chunks.length };
       } else if (r.reason === 'deleted' || r.reason === 'superseded') {
-        results.push({ documentId: doc.key, status: 'superseded', chunks: 0, error: r.message });
+        results[slot] = { documentId: doc.key, status: 'superseded', chunks: 0, error: r.message };
       } else {
-        results.push({ documentId: doc.key, status: 'failed', chunks: 0, error: r.message });
+        results[slot] = { documentId: doc.key, status: 'failed', chunks: 0, error: r.message };
       }
       progress.documentsDone += 1;
     }
   };
 
-  const flush = async (): Promise<void> => {
-    if (pending.length === 0) return;
-    const batch = pending;
-    pending = [];
-    pendingChunks = 0;
+  /** Writes one group, never rejecting for a store error: each document ends indexed, superseded or failed. */
+  const write = async (batch: Pending[]): Promise<void> => {
     try {
       report(batch, await storeGroup(batch));
     } catch (error) {
       if (batch.length === 1) {
-        fail((batch[0] as { doc: LoadedDocument }).doc, (error as Error).message);
+        fail(batch[0] as Pending, (error as Error).message);
       } else {
         // One document must not fail its neighbours: each on its own, unless the cause is plainly systemic (an
         // outage failing every attempt the same way), which then fails the rest without more calls.
@@ -193,7 +215,7 @@ export async function ingestDocuments(
         let repeats = 0;
         for (const item of batch) {
           if (repeats >= SYSTEMIC_FAILURES) {
-            fail(item.doc, lastError);
+            fail(item, lastError);
             continue;
           }
           try {
@@ -203,12 +225,30 @@ export async function ingestDocuments(
             const message = (inner as Error).message;
             repeats = message === lastError ? repeats + 1 : 1;
             lastError = message;
-            fail(item.doc, message);
+            fail(item, message);
           }
         }
       }
     }
     options.onProgress?.({ ...progress });
+  };
+
+  const inFlight = new Set<Promise<void>>();
+  /** The first failure a write could not turn into a document result (a throwing progress callback). */
+  let writeError: { error: unknown } | undefined;
+  const flush = async (): Promise<void> => {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    pendingChunks = 0;
+    const task: Promise<void> = write(batch)
+      .catch((error: unknown) => {
+        writeError ??= { error };
+      })
+      .finally(() => inFlight.delete(task));
+    inFlight.add(task);
+    if (inFlight.size >= writers) await Promise.race(inFlight);
+    if (writeError !== undefined) throw writeError.error;
   };
 
   // Documents in windows of PREFETCH_DOCUMENTS: their known records fetched in one query, so a stream (a large
@@ -225,15 +265,21 @@ export async function ingestDocuments(
     }
     if (window.length > 0) yield window;
   };
-  for await (const window of windows()) {
-    if (!Array.isArray(docs)) progress.documentsTotal += window.length;
-    const known = await store.getDocuments(window.map((d) => d.key));
-    for (const doc of window) {
-      present.add(doc.key);
-      await ingestOne(doc, known.get(doc.key));
+  try {
+    for await (const window of windows()) {
+      if (!Array.isArray(docs)) progress.documentsTotal += window.length;
+      const known = await store.getDocuments(window.map((d) => d.key));
+      for (const doc of window) {
+        present.add(doc.key);
+        await ingestOne(doc, known.get(doc.key));
+      }
     }
+    await flush();
+  } finally {
+    // Never leave a write running behind the caller's back, whatever failed.
+    await Promise.all([...inFlight]);
   }
-  await flush();
+  if (writeError !== undefined) throw writeError.error;
   options.onProgress?.({ ...progress });
 
   async function ingestOne(doc: LoadedDocument, existing: DocumentRecord | undefined) {
@@ -260,9 +306,10 @@ export async function ingestDocuments(
       progress.documentsDone += 1;
       return;
     }
-    pending.push({ doc, chunks });
+    pending.push({ doc, chunks, slot: results.length });
+    results.push(undefined);
     pendingChunks += chunks.length;
-    if (pendingChunks >= INGEST_BATCH_CHUNKS) await flush();
+    if (pendingChunks >= batchChunks) await flush();
   }
 
   const pruned: string[] = [];
@@ -302,7 +349,7 @@ export async function ingestDocuments(
   }
   return {
     ...progress,
-    documents: results,
+    documents: results.filter((r): r is IngestDocumentResult => r !== undefined),
     pruned,
     kept,
     ...(index && { index }),

@@ -88,13 +88,17 @@ export async function upsert(
     }
     unique.push(r);
   }
+  // PGlite has one connection: its writes queue behind the store's other exclusive work. On a server each batch is
+  // its own transaction on a pooled connection; batches of different staged writes (concurrent ingest writers)
+  // then run at once, as safely as two processes' do (per-document commits, an append-only statistics log).
+  const serialize = ctx.pglite ? ctx.exclusive : <T>(fn: () => Promise<T>) => fn();
   for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
     const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
     const attempt = () =>
       ctx.run('upsert', () =>
         ctx.client.transaction((tx) => upsertBatch(ctx, tx, batch, version, true)),
       );
-    await ctx.exclusive(async () => {
+    await serialize(async () => {
       try {
         await attempt();
       } catch (error: unknown) {

@@ -85,6 +85,10 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     text: 'semantic: smaller chunks join a neighbour; tokens, 0..chunk-size/2 (default chunk-size/8)',
   },
   prune: { text: 'also remove stored documents no longer in the given folders' },
+  writers: {
+    arg: 'N',
+    text: 'staged writes in flight at once, 1–8 (default 2 with --store pgvector, else 1)',
+  },
   // Retrieval
   k: { arg: 'N', text: 'chunks to return (default 5)' },
   'search-mode': {
@@ -280,7 +284,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       'Unchanged documents are skipped; a file that fails to load makes the exit code 1 after the others are stored.',
     groups: [
       ['Collection', COLLECTION],
-      ['Indexing', [...CHUNKING, 'prune']],
+      ['Indexing', [...CHUNKING, 'prune', 'writers']],
     ],
     globals: ALL_GLOBALS,
     examples: [

@@ -36,7 +36,7 @@ import {
   LocalExtractiveModel,
 } from '../../shared/src/generation/local-extractive.js';
 import { SimpleRAG } from '../../shared/src/generation/rag-template.js';
-import { ingestDocuments } from '../../shared/src/ingest/pipeline.js';
+import { ingestDocuments, MAX_INGEST_WRITERS } from '../../shared/src/ingest/pipeline.js';
 import { costOf } from '../../shared/src/pricing.js';
 import { rerankOrKeepOrder } from '../../shared/src/retrieval/rerank.js';
 import {
@@ -114,7 +114,12 @@ const RETRIEVAL: OptionSpec = {
 
 /** The options each command parses besides the global ones (which {@link COMMAND_HELP} says it takes). */
 export const COMMAND_OPTIONS: Readonly<Record<string, OptionSpec>> = {
-  ingest: { ...COLLECTION_OPTIONS, ...CHUNKING_OPTIONS, prune: { type: 'boolean' } },
+  ingest: {
+    ...COLLECTION_OPTIONS,
+    ...CHUNKING_OPTIONS,
+    prune: { type: 'boolean' },
+    writers: { type: 'string' },
+  },
   search: {
     ...COLLECTION_OPTIONS,
     ...RETRIEVAL,
@@ -540,7 +545,7 @@ async function ingestPaths(
   session: Session,
   paths: string[],
   chunking: ChunkingOptions,
-  opts: { prune: boolean; json: boolean },
+  opts: { prune: boolean; json: boolean; writers?: number },
   io: Io,
 ) {
   const started = performance.now();
@@ -565,6 +570,7 @@ async function ingestPaths(
     chunking,
     chunk: (doc) => chunker.chunk(doc),
     prune: opts.prune,
+    ...(opts.writers !== undefined && { writers: opts.writers }),
     readAt,
     // A file (or folder) that failed to load this time is still on disk: keep its previous version(s). Read at the
     // end, when the stream has found every failure.
@@ -622,16 +628,39 @@ async function ingestPaths(
   };
 }
 
+/**
+ * `--writers`: staged writes in flight at once. Default 2 on a PostgreSQL server (an indexed collection's HNSW
+ * insertions then use two server cores), 1 elsewhere (PGlite has one connection; Milvus writes one at a time).
+ * @throws {ValidationError} for a value outside 1–8, or above 1 on Milvus.
+ */
+function writersFrom(p: Parsed): number {
+  const store = str(p, 'store') ?? 'pglite';
+  const given = optInt(p, 'writers');
+  if (given === undefined) return store === 'pgvector' ? 2 : 1;
+  if (given < 1 || given > MAX_INGEST_WRITERS) {
+    throw new ValidationError(
+      `--writers must be an integer from 1 to ${MAX_INGEST_WRITERS}, got "${str(p, 'writers')}"`,
+    );
+  }
+  if (given > 1 && store === 'milvus') {
+    throw new ValidationError(
+      `--writers ${given} needs --store pgvector or pglite; Milvus writes one at a time`,
+    );
+  }
+  return given;
+}
+
 async function cmdIngest(p: Parsed, io: Io): Promise<number> {
   if (p.positionals.length === 0)
     throw new ValidationError('give at least one file or folder to ingest');
   const chunking = chunkingFrom(p);
+  const writers = writersFrom(p);
   return withSession(p, async (session) => {
     const r = await ingestPaths(
       session,
       p.positionals,
       chunking,
-      { prune: flag(p, 'prune'), json: flag(p, 'json') },
+      { prune: flag(p, 'prune'), json: flag(p, 'json'), writers },
       io,
     );
     if (flag(p, 'json')) io.out(jsonLine(r));

@@ -366,6 +366,12 @@ describe('CLI validation errors', () => {
       ['--chunking', 'hybrid', '--chunk-overlap', '10'],
       '--chunking hybrid does not support overlap: --chunk-overlap must be 0, got 10.',
     ],
+    [['--writers', '0'], '--writers must be an integer from 1 to 8, got "0"'],
+    [['--writers', '9'], '--writers must be an integer from 1 to 8, got "9"'],
+    [
+      ['--writers', '2', '--store', 'milvus'],
+      '--writers 2 needs --store pgvector or pglite; Milvus writes one at a time',
+    ],
   ])('ingest %j: refused with the flag names before any store opens', async (args, message) => {
     const c = capture();
     const where = join(dir, 'chunking');

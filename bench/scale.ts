@@ -1,10 +1,11 @@
 /**
- * `npm run bench -- --scale [--sizes 20000,50000] [--queries 60] [--stores pglite,pgvector]`: how search and
+ * `npm run bench -- --scale [--sizes 20000,50000] [--queries 60] [--stores pglite,pgvector] [--writers 1,2]`: how search and
  * ingest cost grow with the collection, measured side by side in one run on PGlite and on the PostgreSQL server.
  *
  * One collection per store grows through the sizes (the real pipeline: `ingestDocuments`, staged writes, BM25
  * statistics). At each size it reports: the ingest rate of that segment (the first into a fresh collection, the
- * next into one that may hold the HNSW index: the incremental rate), the first search after ingestion (it must
+ * next into one that may hold the HNSW index: the incremental rate, split between the `--writers` settings in turn,
+ * each segment streamed through one `ingestDocuments` call), the first search after ingestion (it must
  * build nothing), the explicit `buildIndex` time, and p50 / p95 of keyword, hybrid and vector search with the
  * ratio to the raw SQL they issued (replayed alone). The last lines fit the growth exponent of each p50
  * (least squares on log p50 against log N; 1 = linear, the goal for keyword and hybrid is ≤ 0.3). Each size
@@ -47,6 +48,8 @@ export interface ScaleOptions {
   sizes: number[];
   queries: number;
   stores: ('pglite' | 'pgvector')[];
+  /** Ingest writers (`ingestDocuments`'s `writers`) each incremental segment is split between, in turn. */
+  writers: number[];
 }
 
 /** Parses `--sizes`, `--queries`, `--stores` (defaults: 20000,50000; 60; pglite,pgvector). */
@@ -69,10 +72,15 @@ export function parseScaleArgs(argv: readonly string[]): ScaleOptions {
       throw new Error(`--stores takes pglite and pgvector, got "${s}"`);
     }
   }
+  const writers = (value('--writers') ?? '1,2').split(',').map((s) => Number(s.trim()));
+  if (writers.length === 0 || writers.some((w) => !Number.isInteger(w) || w < 1 || w > 8)) {
+    throw new Error(`--writers takes integers from 1 to 8, got "${value('--writers')}"`);
+  }
   return {
     sizes: [...sizes].sort((a, b) => a - b),
     queries,
     stores: stores as ScaleOptions['stores'],
+    writers,
   };
 }
 
@@ -132,6 +140,16 @@ function documents(
     });
   }
   return docs;
+}
+
+/** `count` documents from `from` on, generated 2,000 at a time as the pipeline reads them (memory stays flat). */
+async function* documentStream(
+  from: number,
+  count: number,
+  sampler: ReturnType<typeof zipfSampler>,
+): AsyncGenerator<LoadedDocument> {
+  for (let b = 0; b < count; b += 2000)
+    yield* documents(from + b, Math.min(2000, count - b), sampler);
 }
 
 function queriesOf(count: number, sampler: ReturnType<typeof zipfSampler>): string[] {
@@ -278,6 +296,8 @@ interface Row {
   store: string;
   chunks: number;
   ingestRate: number;
+  /** The segment's rate with each writer setting (a fresh segment is ingested with one writer). */
+  writerRates: { writers: number; rate: number }[];
   segment: 'fresh' | 'incremental';
   firstSearchMs: number;
   indexSeconds: number;
@@ -347,14 +367,23 @@ export async function runScale(argv: readonly string[]): Promise<void> {
         for (const [i, size] of options.sizes.entries()) {
           const count = size - chunks;
           const t0 = performance.now();
-          for (let b = 0; b < count; b += 2000) {
-            const batch = documents(docsSoFar + b, Math.min(2000, count - b), sampler);
-            await ingestDocuments(batch, {
+          // An incremental segment (into the indexed collection) is split between the writer settings, in turn.
+          const settings = i === 0 ? [1] : options.writers;
+          const writerRates: Row['writerRates'] = [];
+          let done = 0;
+          for (const [j, writers] of settings.entries()) {
+            const n =
+              j === settings.length - 1 ? count - done : Math.floor(count / settings.length);
+            const ts = performance.now();
+            await ingestDocuments(documentStream(docsSoFar + done, n, sampler), {
               store,
               chunking: CHUNKING,
               chunk: (doc) => chunker.chunk(doc),
               buildIndex: false,
+              writers,
             });
+            writerRates.push({ writers, rate: n / ((performance.now() - ts) / 1000) });
+            done += n;
           }
           const ingestSeconds = (performance.now() - t0) / 1000;
           docsSoFar += count;
@@ -389,6 +418,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
             store: target.label,
             chunks,
             ingestRate: count / ingestSeconds,
+            writerRates,
             segment: i === 0 ? 'fresh' : 'incremental',
             firstSearchMs,
             indexSeconds: built.seconds,
@@ -399,7 +429,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
           rows.push(row);
           const t = (m: string) => timings[m] as SearchTiming;
           console.log(
-            `scale  ${row.store.padEnd(10)} ${String(chunks).padStart(8)} chunks  ingest ${f(row.ingestRate, 0).padStart(5)}/s (${row.segment})  first search ${f(firstSearchMs)} ms  index ${f(built.seconds, 2)} s (${built.reason})  ` +
+            `scale  ${row.store.padEnd(10)} ${String(chunks).padStart(8)} chunks  ingest ${f(row.ingestRate, 0).padStart(5)}/s (${row.segment}: ${writerRates.map((w) => `${w.writers} writer${w.writers > 1 ? 's' : ''} ${f(w.rate, 0)}/s`).join(', ')})  first search ${f(firstSearchMs)} ms  index ${f(built.seconds, 2)} s (${built.reason})  ` +
               MODES.map(
                 ([m]) =>
                   `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
@@ -426,9 +456,14 @@ export async function runScale(argv: readonly string[]): Promise<void> {
     const exponent = (m: string) =>
       growthExponent(mine.map((r) => ({ n: r.chunks, y: (r.timings[m] as SearchTiming).p50 })));
     const fresh = mine[0]?.ingestRate ?? Number.NaN;
-    const incremental = mine.slice(1).map((r) => r.ingestRate);
+    const incremental = mine
+      .slice(1)
+      .map(
+        (r) =>
+          `${r.chunks} chunks: ${r.writerRates.map((w) => `${w.writers} writer${w.writers > 1 ? 's' : ''} ${f(w.rate / fresh, 2)}`).join(', ')}`,
+      );
     console.log(
-      `scale  ${target.label.padEnd(10)} growth exponent of p50: ${MODES.map(([m]) => `${m} ${f(exponent(m), 2)}`).join(', ')}; incremental ingest / fresh: ${incremental.map((r) => f(r / fresh, 2)).join(', ')}`,
+      `scale  ${target.label.padEnd(10)} growth exponent of p50: ${MODES.map(([m]) => `${m} ${f(exponent(m), 2)}`).join(', ')}; incremental ingest / fresh (1 writer): ${incremental.join('; ')}`,
     );
   }
 }

@@ -17,6 +17,11 @@ export type PgVectorConfig = z.output<typeof PgVectorConfigSchema>;
 /** Settings of the in-process PGlite backend: `dataDir` undefined means in-memory. */
 export interface PgliteConfig {
   dataDir?: string;
+  /**
+   * The template a new database is unpacked from (`pglite-template.ts`): a file, or `false` for initdb.
+   * @default pgliteTemplateSetting() (AI4RAG_PGLITE_TEMPLATE, else a file in the OS temp folder)
+   */
+  template?: string | false;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
@@ -8,6 +8,13 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { PgliteConfig } from './config.js';
 import { DataDirInUseError, VectorStoreError } from './errors.js';
+import {
+  discardPgliteTemplate,
+  type PgliteOrigin,
+  pgliteTemplateSetting,
+  readPgliteTemplate,
+  savePgliteTemplate,
+} from './pglite-template.js';
 import { isProcessAlive } from './staged.js';
 
 /**
@@ -235,6 +242,8 @@ export function fromPglite(
 /** A SqlClient over a PGlite this module opened; `db` is exposed to serve it through pglite-socket. */
 export interface PgliteSqlClient extends SqlClient {
   readonly db: PGlite;
+  /** How the database came to be: unpacked from the template, made by initdb, or an existing data directory. */
+  readonly origin: PgliteOrigin;
 }
 
 /**
@@ -287,26 +296,57 @@ function acquireDataDirLock(dataDir: string): () => void {
  */
 export async function openPglite(config: PgliteConfig = {}): Promise<PgliteSqlClient> {
   let release: (() => void) | undefined;
+  let fresh = true;
   if (config.dataDir !== undefined) {
     await mkdir(dirname(resolve(config.dataDir)), { recursive: true });
     release = acquireDataDirLock(config.dataDir);
+    fresh = ((await readdir(config.dataDir).catch(() => [])) as string[]).length === 0;
   }
+  const templatePath = config.template ?? pgliteTemplateSetting();
   let db: PGlite;
+  let origin: PgliteOrigin = fresh ? 'initdb' : 'existing';
   try {
     // Loaded on first open, so the pg.Pool path (the deployed functions' bundles) carries no PGlite.
     const [{ PGlite }, { vector }] = await Promise.all([
       import('@electric-sql/pglite'),
       import('@electric-sql/pglite-pgvector'),
     ]);
-    db = await PGlite.create({
-      ...(config.dataDir !== undefined ? { dataDir: config.dataDir } : {}),
-      extensions: { vector },
-    });
+    const create = (loadDataDir?: Blob) =>
+      PGlite.create({
+        ...(config.dataDir !== undefined ? { dataDir: config.dataDir } : {}),
+        extensions: { vector },
+        ...(loadDataDir !== undefined && { loadDataDir }),
+      });
+    const template =
+      fresh && templatePath !== false ? await readPgliteTemplate(templatePath) : undefined;
+    if (template !== undefined) {
+      try {
+        db = await create(template);
+        origin = 'template';
+      } catch {
+        // A template PGlite cannot load: drop it, empty what it unpacked, and run initdb.
+        await discardPgliteTemplate(templatePath as string);
+        if (config.dataDir !== undefined) await emptyDir(config.dataDir);
+        db = await create();
+      }
+    } else {
+      db = await create();
+    }
     await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
+    if (origin === 'initdb' && templatePath !== false) {
+      // Nothing but the extension has run here yet: this database is the next one's template.
+      await savePgliteTemplate(templatePath, await db.dumpDataDir('none'));
+    }
   } catch (error: unknown) {
     release?.();
     throw new VectorStoreError('cannot open PGlite', { cause: error });
   }
   const base = fromPglite(db, { ownsDb: true, ...(release ? { onClose: release } : {}) });
-  return { ...base, db };
+  return { ...base, db, origin };
+}
+
+/** Removes what is inside `dir` (a data directory this call found empty and a failed template load filled). */
+async function emptyDir(dir: string): Promise<void> {
+  for (const name of await readdir(dir))
+    await rm(join(dir, name), { recursive: true, force: true });
 }

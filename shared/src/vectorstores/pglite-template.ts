@@ -1,0 +1,90 @@
+/**
+ * A new PGlite database starts from a template instead of initdb. The template is an initialized, empty cluster with
+ * pgvector created, kept as a tarball (PGlite's `dumpDataDir`) in the OS temp folder: one per PGlite version,
+ * pgvector version and user. Unpacking it takes 0.6 s for a database in memory and 1.1 s for a new data directory,
+ * against 3.3 s and 2.5 s for initdb (measured on this 2-core machine).
+ *
+ * The first fresh database on a machine runs initdb as before and is then dumped as the template, before any other
+ * statement runs in it. The dump is written under a temporary name and renamed, so a reader never sees a partial
+ * file; two processes making it at once both write a whole one. A template that PGlite cannot load is deleted, and
+ * that database runs initdb instead. `AI4RAG_PGLITE_TEMPLATE=off` turns templates off; any other value names the
+ * file to use.
+ */
+import { readFileSync } from 'node:fs';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { ENV } from '../config.js';
+
+/** Where the template is, or `false` when templates are off. */
+export type PgliteTemplateSetting = string | false;
+
+/** A database opened from the template (`template`), by initdb (`initdb`), or an existing data directory. */
+export type PgliteOrigin = 'template' | 'initdb' | 'existing';
+
+const requireFrom = createRequire(import.meta.url);
+
+/** The `version` of an installed package, from the package.json above its resolved entry point. */
+function packageVersion(name: string): string {
+  let dir = dirname(requireFrom.resolve(name));
+  for (let i = 0; i < 4; i++) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === name && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // No package.json here: look one level up.
+    }
+    dir = dirname(dir);
+  }
+  return 'unknown';
+}
+
+let defaultPath: string | undefined;
+
+/**
+ * The template setting: `AI4RAG_PGLITE_TEMPLATE` (`off`, or a file), else
+ * `<tmpdir>/ai4rag-pglite-<pglite version>-pgvector-<version>-<uid>.tar`.
+ */
+export function pgliteTemplateSetting(): PgliteTemplateSetting {
+  const given = ENV.AI4RAG_PGLITE_TEMPLATE?.trim();
+  if (given === 'off') return false;
+  if (given) return given;
+  defaultPath ??= join(
+    tmpdir(),
+    `ai4rag-pglite-${packageVersion('@electric-sql/pglite')}-pgvector-${packageVersion('@electric-sql/pglite-pgvector')}-${process.getuid?.() ?? 'user'}.tar`,
+  );
+  return defaultPath;
+}
+
+/** The template's bytes, or undefined when there is none yet (or it cannot be read). */
+export async function readPgliteTemplate(path: string): Promise<Blob | undefined> {
+  try {
+    const bytes = await readFile(path);
+    return bytes.length > 0 ? new Blob([bytes]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Saves a fresh database's dump as the template (best effort: a failure only means the next database runs initdb).
+ * @param dump the `dumpDataDir('none')` of a database in which nothing but `CREATE EXTENSION vector` ran
+ */
+export async function savePgliteTemplate(path: string, dump: Blob): Promise<void> {
+  const partial = `${path}.${process.pid}.${Date.now()}.partial`;
+  try {
+    await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
+    await rename(partial, path);
+  } catch {
+    await rm(partial, { force: true }).catch(() => undefined);
+  }
+}
+
+/** Removes a template PGlite could not load, so the next database makes a good one. */
+export async function discardPgliteTemplate(path: string): Promise<void> {
+  await rm(path, { force: true }).catch(() => undefined);
+}

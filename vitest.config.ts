@@ -1,4 +1,32 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * The longest files (measured: 40–110 s each with 2 workers), started first so a fresh clone, which has no
+ * duration cache for vitest to order by, does not end with one of them running alone.
+ */
+const LONGEST_FIRST = [
+  'test/chaos/ingest-chaos.test.ts',
+  'test/chaos/ingest-chaos-postgres.test.ts',
+  'test/deployed/deployed-stack.test.ts',
+  'test/unit/readme-examples.test.ts',
+  'test/unit/cli/real-embeddings.test.ts',
+  'test/unit/cli/real-model-recipes.test.ts',
+];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = LONGEST_FIRST.findIndex((name) => f.moduleId.endsWith(name));
+      return i < 0 ? LONGEST_FIRST.length : i;
+    };
+    return sorted
+      .map((f, i) => ({ f, i }))
+      .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+      .map(({ f }) => f);
+  }
+}
 
 export default defineConfig({
   test: {
@@ -9,6 +37,7 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: PGlite instances are memory-heavy, keep parallelism modest.
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     coverage: { include: ['shared/src/**'], reporter: ['text-summary'] },
   },
 });

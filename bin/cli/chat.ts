@@ -15,27 +15,19 @@ import type { ChatResponse, GenerateResponse } from '../../shared/src/api/schema
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
-import { filterFlag, flag, int, type OptionSpec, oneOf, type Parsed, str } from './args.js';
-import { cliPrices, PRICES_OPTIONS } from './prices.js';
+import { filterFlag, flag, int, oneOf, type Parsed, str } from './args.js';
+import { CHAT_OPTIONS } from './option-specs.js';
+import { cliPrices } from './prices.js';
 import { patternEnv } from './serve.js';
+
+/** Parsed by the command; defined beside the other commands' flags so `main` loads this module only to run it. */
+export { CHAT_OPTIONS };
 
 type Io = {
   out(line: string): void;
   err(line: string): void;
   /** Standard input (chat reads its turns from it); process.stdin when absent. */
   input?: NodeJS.ReadableStream;
-};
-
-/** Flags of `ai4rag chat`. */
-export const CHAT_OPTIONS: OptionSpec = {
-  collection: { type: 'string' },
-  embedding: { type: 'string' },
-  k: { type: 'string' },
-  'search-mode': { type: 'string' },
-  filter: { type: 'string' },
-  model: { type: 'string' },
-  pattern: { type: 'string' },
-  ...PRICES_OPTIONS,
 };
 
 /** The flags `ask` takes with `--pattern` (the pattern sets the rest). */

@@ -33,50 +33,20 @@ import { OPTIMIZER_NAMES, type OptimizerName } from '../../shared/src/optimizer/
 import { parseScoreTable, simulateOptimizer } from '../../shared/src/optimizer/simulate.js';
 import { getJson, putJson } from '../../shared/src/ports/object-store.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
-import { type OptionSpec, oneOf, optInt, type Parsed, str } from './args.js';
+import { oneOf, optInt, type Parsed, str } from './args.js';
 import { poolFor, usePool, workersOption } from './cpu-runtime.js';
 import { dryRunExperiment } from './dry-run.js';
 import { jsonLine } from './json.js';
 import { LocalExecutionError, runLocalExperiment } from './local-state-machine.js';
-import { cliPrices, PRICES_OPTIONS } from './prices.js';
+import { EXPERIMENT_OPTIONS, OPTIMIZER_SIM_OPTIONS } from './option-specs.js';
+import { cliPrices } from './prices.js';
 import { ExperimentProgress } from './progress.js';
-import { experimentRerank, RERANK_OPTIONS } from './rerank.js';
+import { experimentRerank } from './rerank.js';
+
+/** Parsed by the command; defined beside the other commands' flags so `main` loads this module only to run it. */
+export { EXPERIMENT_OPTIONS, OPTIMIZER_SIM_OPTIONS };
 
 type Io = { out(line: string): void; err(line: string): void };
-
-/** Flags of `ai4rag experiment`. */
-export const EXPERIMENT_OPTIONS: OptionSpec = {
-  docs: { type: 'string' },
-  benchmark: { type: 'string' },
-  'max-evals': { type: 'string' },
-  optimizer: { type: 'string' },
-  'search-space': { type: 'string' },
-  seed: { type: 'string' },
-  out: { type: 'string' },
-  'record-table': { type: 'string' },
-  'experiment-id': { type: 'string' },
-  'trial-concurrency': { type: 'string' },
-  workers: { type: 'string' },
-  'foundation-models': { type: 'string' },
-  'embedding-models': { type: 'string' },
-  'sample-questions': { type: 'string' },
-  metric: { type: 'string' },
-  'judge-model': { type: 'string' },
-  citations: { type: 'boolean' },
-  quiet: { type: 'boolean' },
-  'dry-run': { type: 'boolean' },
-  ...RERANK_OPTIONS,
-  ...PRICES_OPTIONS,
-};
-
-/** Flags of `ai4rag optimizer-sim`. */
-export const OPTIMIZER_SIM_OPTIONS: OptionSpec = {
-  scores: { type: 'string' },
-  optimizer: { type: 'string' },
-  'max-evals': { type: 'string' },
-  seeds: { type: 'string' },
-  'batch-size': { type: 'string' },
-};
 
 /** The four artefacts of an experiment, as copied to `--out`. */
 const ARTEFACTS = ['leaderboard.json', 'pattern.json', 'evaluation_results.json', 'report.html'];

@@ -67,25 +67,22 @@ import {
   str,
 } from './args.js';
 import { ASK_OPTIONS, createFoundationModel, renderAnswer } from './ask.js';
-import { CHAT_OPTIONS, cmdAskPattern, cmdChat } from './chat.js';
 import { cmdCollections, confirmed } from './collections.js';
 import { withConfigFile } from './config-file.js';
-import {
-  cmdExperiment,
-  cmdOptimizerSim,
-  EXPERIMENT_OPTIONS,
-  OPTIMIZER_SIM_OPTIONS,
-} from './experiment.js';
-import { runExperimentsCommand } from './experiments-cmd.js';
 import { COMMAND_HELP, commandHelp, globalHelp } from './help.js';
 import { jsonLine } from './json.js';
 import { cliEmbedder } from './models.js';
+import {
+  CHAT_OPTIONS,
+  EXPERIMENT_OPTIONS,
+  OPTIMIZER_SIM_OPTIONS,
+  SCORE_OPTIONS,
+  SERVE_OPTIONS,
+} from './option-specs.js';
 import { cliPrices } from './prices.js';
 import { ProgressLine } from './progress.js';
 import { QUERY_TRANSFORM_OPTIONS, queryTransformFrom } from './query-transform.js';
 import { RERANK_OPTIONS, rerankFrom } from './rerank.js';
-import { cmdScore, SCORE_OPTIONS } from './score.js';
-import { runServe, SERVE_OPTIONS } from './serve.js';
 
 const COLLECTION_OPTIONS: OptionSpec = {
   collection: { type: 'string' },
@@ -259,7 +256,10 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         io.out(globalHelp());
         return 0;
       }
-      if (topic === 'experiments') return await runExperimentsCommand(['--help'], io);
+      if (topic === 'experiments') {
+        const { runExperimentsCommand } = await import('./experiments-cmd.js');
+        return await runExperimentsCommand(['--help'], io);
+      }
       const text = commandHelp(topic);
       if (text === undefined)
         throw new ValidationError(`no command "${topic}"; run "ai4rag --help"`);
@@ -305,19 +305,19 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       case 'ask':
         return await cmdAsk(p(), io);
       case 'chat':
-        return await cmdChat(p(), io);
+        return await (await import('./chat.js')).cmdChat(p(), io);
       case 'score':
-        return await cmdScore(p(), io);
+        return await (await import('./score.js')).cmdScore(p(), io);
       case 'experiment':
-        return await cmdExperiment(p(), io);
+        return await (await import('./experiment.js')).cmdExperiment(p(), io);
       case 'optimizer-sim':
-        return await cmdOptimizerSim(p(), io);
+        return await (await import('./experiment.js')).cmdOptimizerSim(p(), io);
       case 'experiments':
-        return await runExperimentsCommand(rest, io);
+        return await (await import('./experiments-cmd.js')).runExperimentsCommand(rest, io);
       case 'serve':
         // serve parses its own flags; refused globals are checked first.
         parseCommand(command, rest);
-        return await runServe(rest);
+        return await (await import('./serve.js')).runServe(rest);
       default:
         return await cmdDemo(p(), io);
     }
@@ -757,7 +757,8 @@ async function cmdAsk(p: Parsed, io: Io): Promise<number> {
   if (question === '')
     throw new ValidationError('give a question, e.g. ai4rag ask "how many leave days"');
   // A pattern is answered as `serve --pattern` answers it: through the generate handler.
-  if (str(p, 'pattern') !== undefined) return cmdAskPattern(p, question, io);
+  if (str(p, 'pattern') !== undefined)
+    return (await import('./chat.js')).cmdAskPattern(p, question, io);
   const options = retrievalFrom(p, int(p, 'k', 5));
   const rerank = rerankFrom(p, options.numberOfChunks);
   const prices = await cliPrices(p);

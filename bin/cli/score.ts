@@ -9,14 +9,12 @@ import {
   scoreEvaluationData,
   UNITXT_METRICS,
 } from '../../shared/src/evaluation/score.js';
-import type { OptionSpec, Parsed } from './args.js';
+import type { Parsed } from './args.js';
 import { flag, optInt, str } from './args.js';
+import { SCORE_OPTIONS } from './option-specs.js';
 
-/** Options of `ai4rag score` (merged with the global options by `parse`). */
-export const SCORE_OPTIONS: OptionSpec = {
-  input: { type: 'string' },
-  seed: { type: 'string' },
-};
+/** Parsed by the command; defined beside the other commands' flags so `main` loads this module only to run it. */
+export { SCORE_OPTIONS };
 
 /** A record of an experiment's `evaluation_results.json` (ai4rag's shape, spec 5.4), as far as scoring reads it. */
 interface EvaluationRecordLike {

@@ -24,29 +24,17 @@ import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { readStatus } from '../../shared/src/ingest/knowledge-base.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
-import { int, type OptionSpec, oneOf, parse, str } from './args.js';
+import { int, oneOf, parse, str } from './args.js';
 import { poolFor, usePool, workersOption } from './cpu-runtime.js';
-import { cliPrices, PRICES_OPTIONS } from './prices.js';
-import { RERANK_OPTIONS, serveRerankEnv } from './rerank.js';
+import { SERVE_OPTIONS } from './option-specs.js';
+import { cliPrices } from './prices.js';
+import { serveRerankEnv } from './rerank.js';
 import { createGate, yieldingClient } from './serve-gate.js';
 import { type AccessLogSink, fileSink, logAccess } from './serve-log.js';
 import { createWebApi, isWebPath, PATTERN_HEADER, sendWebFile, WEB_DIST_DIR } from './serve-web.js';
 
-/** Flags of `ai4rag serve`. */
-export const SERVE_OPTIONS: OptionSpec = {
-  port: { type: 'string' },
-  host: { type: 'string' },
-  token: { type: 'string' },
-  'documents-dir': { type: 'string' },
-  pattern: { type: 'string' },
-  collection: { type: 'string' },
-  log: { type: 'boolean' },
-  'log-file': { type: 'string' },
-  concurrency: { type: 'string' },
-  workers: { type: 'string' },
-  ...RERANK_OPTIONS,
-  ...PRICES_OPTIONS,
-};
+/** Parsed by the command; defined beside the other commands' flags so `main` loads this module only to run it. */
+export { SERVE_OPTIONS };
 
 /**
  * The environment overrides that serve a promoted pattern: its retrieval and generation settings

@@ -25,7 +25,7 @@ import {
 
 const pgConfig = await probePgServer(2000);
 
-ingestionChaosSuite('PostgreSQL', 4, 23, pgConfig);
+ingestionChaosSuite('PostgreSQL', 3, 23, pgConfig);
 
 describe.skipIf(pgConfig === undefined)('two writers racing on one PostgreSQL collection', () => {
   let root: string;

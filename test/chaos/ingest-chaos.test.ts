@@ -25,7 +25,7 @@ import {
   writePoisonCorpus,
 } from './harness.js';
 
-ingestionChaosSuite('PGlite', 4, 11, undefined);
+ingestionChaosSuite('PGlite', 3, 11, undefined);
 
 describe('two writers on one PGlite data directory', () => {
   let root: string;

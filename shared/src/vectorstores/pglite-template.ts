@@ -1,17 +1,18 @@
 /**
  * A new PGlite database starts from a template instead of initdb. The template is an initialized, empty cluster with
  * pgvector created, kept as a tarball (PGlite's `dumpDataDir`) in the OS temp folder: one per PGlite version,
- * pgvector version and user. Unpacking it takes 0.6 s for a database in memory and 1.1 s for a new data directory,
- * against 3.3 s and 2.5 s for initdb (measured on this 2-core machine).
+ * pgvector version and user. `npm run bench -- --pglite` times both ways of opening a new database side by side.
  *
  * The first fresh database on a machine runs initdb as before and is then dumped as the template, before any other
  * statement runs in it. The dump is written under a temporary name and renamed, so a reader never sees a partial
  * file; two processes making it at once both write a whole one. A template that PGlite cannot load is deleted, and
- * that database runs initdb instead. `AI4RAG_PGLITE_TEMPLATE=off` turns templates off; any other value names the
- * file to use.
+ * that database runs initdb instead. The temp folder is shared: a template is used only if it is a regular file (not
+ * a link) owned by this user and writable by no one else, and the partial file is created exclusively, so another
+ * user can neither plant a database nor redirect the write. `AI4RAG_PGLITE_TEMPLATE=off` turns templates off; any
+ * other value names the file to use.
  */
 import { readFileSync } from 'node:fs';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -60,9 +61,17 @@ export function pgliteTemplateSetting(): PgliteTemplateSetting {
   return defaultPath;
 }
 
-/** The template's bytes, or undefined when there is none yet (or it cannot be read). */
+/**
+ * The template's bytes, or undefined when there is none yet, it cannot be read, or it is not a regular file owned by
+ * this user and writable only by them (anyone can write into the temp folder).
+ */
 export async function readPgliteTemplate(path: string): Promise<Blob | undefined> {
   try {
+    const info = await lstat(path);
+    const uid = process.getuid?.();
+    if (!info.isFile() || (uid !== undefined && info.uid !== uid) || (info.mode & 0o022) !== 0) {
+      return undefined;
+    }
     const bytes = await readFile(path);
     return bytes.length > 0 ? new Blob([bytes]) : undefined;
   } catch {
@@ -77,7 +86,8 @@ export async function readPgliteTemplate(path: string): Promise<Blob | undefined
 export async function savePgliteTemplate(path: string, dump: Blob): Promise<void> {
   const partial = `${path}.${process.pid}.${Date.now()}.partial`;
   try {
-    await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
+    // `wx`: created here or not at all, never through a link someone left at that name.
+    await writeFile(partial, new Uint8Array(await dump.arrayBuffer()), { flag: 'wx', mode: 0o600 });
     await rename(partial, path);
   } catch {
     await rm(partial, { force: true }).catch(() => undefined);

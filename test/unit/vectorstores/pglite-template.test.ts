@@ -3,7 +3,7 @@
  * new data directory; the first fresh database makes it; a broken template is replaced, never trusted; an existing
  * data directory is never touched by it; `template: false` runs initdb and writes nothing.
  */
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -98,6 +98,31 @@ describe('PGlite template', () => {
     expect(onDisk.origin).toBe('initdb');
     expect(diskProbe.nearest).toBe('c');
     expect((await readFile(template)).subarray(0, 12).toString()).not.toBe('broken again');
+  }, 60_000);
+
+  it('trusts no template others could have written: one writable by others, or a link, is replaced by initdb', async () => {
+    // Prepare: a good template, then a copy of it writable by everyone and a link to it
+    const good = join(root, 'good.tar');
+    await (await openPglite({ template: good })).close();
+    const open = join(root, 'open.tar');
+    await copyFile(good, open);
+    await chmod(open, 0o666);
+    const link = join(root, 'link.tar');
+    await symlink(good, link);
+
+    // Act
+    const fromOpen = await openPglite({ template: open });
+    await fromOpen.close();
+    const fromLink = await openPglite({ template: link });
+    await fromLink.close();
+    const again = await openPglite({ template: open });
+    await again.close();
+
+    // Assess: neither was loaded; each was replaced by this user's own, private dump, which the next open uses
+    expect(fromOpen.origin).toBe('initdb');
+    expect(fromLink.origin).toBe('initdb');
+    expect((await stat(open)).mode & 0o077).toBe(0);
+    expect(again.origin).toBe('template');
   }, 60_000);
 
   it('runs initdb and writes no file with template: false', async () => {

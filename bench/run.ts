@@ -11,8 +11,10 @@
  *
  * 3. Optimizer efficiency on a recorded score table.
  * 4. (`--serve`) `ai4rag serve` under concurrent load, with a health check on new connections (bench/serve-load.ts).
- * 5. (`--trials`) `ai4rag experiment` with `--trial-concurrency` 1 and 2, side by side (bench/trials.ts).
- * 6. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
+ * 5. (`--pglite`, and in the full run) Opening a new PGlite database, in memory and in a new data directory, by
+ *    initdb and from the template (`pglite-template.ts`), alternating, in one warm process: medians and ratio.
+ * 6. (`--trials`) `ai4rag experiment` with `--trial-concurrency` 1 and 2, side by side (bench/trials.ts).
+ * 7. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
  *    a fresh `node` takes to import it (bench/bundles.ts). `npm run bench -- --bundles` runs this section alone.
  *
  * PostgreSQL comes from PGVECTOR_HOST/PORT/DB/USER/PASSWORD, or is started with ../shared/tools/pg-with-pgvector
@@ -338,6 +340,45 @@ async function measureBundle(
   return { bytes: bundle.bytes, importMs: percentile(times, 50) };
 }
 
+/** Median open time of a new PGlite database by initdb and from the template, in memory and on disk. */
+async function pgliteOpen(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'ai4rag-bench-pglite-'));
+  const template = join(root, 'template.tar');
+  try {
+    // Makes the template, and loads PGlite's WASM once, so neither side pays it.
+    await (await openPglite({ template })).close();
+    const runs = 5;
+    for (const where of ['in memory', 'new data directory'] as const) {
+      const times: Record<'initdb' | 'template', number[]> = { initdb: [], template: [] };
+      for (let i = 0; i < runs * 2; i++) {
+        const side = i % 2 === 0 ? 'initdb' : 'template';
+        const dataDir = where === 'in memory' ? undefined : join(root, `data-${i}`);
+        const t0 = performance.now();
+        const client = await openPglite({
+          ...(dataDir !== undefined && { dataDir }),
+          template: side === 'initdb' ? false : template,
+        });
+        times[side].push(performance.now() - t0);
+        if (client.origin !== side) throw new Error(`expected ${side}, opened by ${client.origin}`);
+        await client.close();
+        if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+      }
+      const med = (xs: number[]) =>
+        percentile(
+          [...xs].sort((a, b) => a - b),
+          50,
+        );
+      const initdb = med(times.initdb);
+      const fromTemplate = med(times.template);
+      console.log(
+        `pglite  open a new database ${where}: initdb ${fmt(initdb, 0)} ms, template ${fmt(fromTemplate, 0)} ms (×${fmt(initdb / fromTemplate)} faster; medians of ${runs}, alternating)`,
+      );
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 if (process.argv.includes('--scale')) {
   const { runScale } = await import('./scale.js');
   await runScale(process.argv.slice(2));
@@ -349,7 +390,10 @@ if (process.argv.includes('--scale')) {
   await runTrials(process.argv.slice(2));
 } else if (process.argv.includes('--bundles')) {
   await bundleSizes();
+} else if (process.argv.includes('--pglite')) {
+  await pgliteOpen();
 } else {
   await main();
+  await pgliteOpen();
   await bundleSizes();
 }

@@ -65,9 +65,10 @@ class GatedStore extends MemoryStore {
 /** Releases the gated writes newest first, so later groups finish before earlier ones. */
 async function releaseNewestFirst(store: GatedStore, done: Promise<unknown>): Promise<void> {
   let finished = false;
-  void done.finally(() => {
+  const end = () => {
     finished = true;
-  });
+  };
+  done.then(end, end);
   while (!finished) {
     await new Promise((r) => setTimeout(r, 5));
     store.waiting.pop()?.();

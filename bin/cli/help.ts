@@ -224,6 +224,10 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     arg: 'N',
     text: 'worker threads for local embeddings (serve: and the local model); default one per core, 0: none',
   },
+  'stop-timeout': {
+    arg: 'S',
+    text: 'on SIGINT/SIGTERM, wait up to S seconds for requests and experiments in flight (default 30; a second signal stops at once)',
+  },
   // collections / documents
   yes: { text: 'do it without asking (needed when stdin is not a terminal)' },
 };
@@ -454,7 +458,17 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     groups: [
       [
         'Server',
-        ['port', 'host', 'token', 'documents-dir', 'log', 'log-file', 'concurrency', 'workers'],
+        [
+          'port',
+          'host',
+          'token',
+          'documents-dir',
+          'log',
+          'log-file',
+          'concurrency',
+          'workers',
+          'stop-timeout',
+        ],
       ],
       ['Answers', ['collection', 'pattern', 'prices', ...RERANK]],
     ],

@@ -31,6 +31,7 @@ export const SERVE_OPTIONS: OptionSpec = {
   'log-file': { type: 'string' },
   concurrency: { type: 'string' },
   workers: { type: 'string' },
+  'stop-timeout': { type: 'string' },
   ...RERANK_OPTIONS,
   ...PRICES_OPTIONS,
 };

@@ -384,7 +384,7 @@ export function createWebApi(options: WebApiOptions): WebApi {
   }
 
   return {
-    running: () => [...runs.values()].map((r) => r.promise),
+    running: () => [...runs.values()].filter((r) => r.status === 'running').map((r) => r.promise),
     async runtimeFor(header) {
       if (header === undefined || header === '') return { runtime };
       const [id, name, ...extra] = header.split('/');

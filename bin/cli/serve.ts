@@ -125,12 +125,40 @@ export interface ServeOptions {
   workers?: number;
 }
 
+/** Work a stopping server waits for. */
+export interface PendingWork {
+  /** Requests being answered (an upload's whole ingestion runs inside its request). */
+  requests: number;
+  /** Experiments started from the web app and running in this process. */
+  experiments: number;
+}
+
+/** Options of {@link RunningServer.close}. */
+export interface CloseOptions {
+  /**
+   * How long to wait for the requests in flight and the running experiments before closing the store under them.
+   * @default 30_000
+   */
+  timeoutMs?: number;
+  /** Stops waiting when it settles (a second Ctrl+C). */
+  force?: Promise<unknown>;
+  /** Called once, before waiting, when there is work to wait for. */
+  onWait?: (pending: PendingWork) => void;
+}
+
 /** A running server. */
 export interface RunningServer {
   url: string;
   server: Server;
   runtime: LocalRuntime;
-  close(): Promise<void>;
+  /** Work in flight now. */
+  pending(): PendingWork;
+  /**
+   * Stops taking connections, answers requests that still arrive on open ones with 503, waits (within
+   * `timeoutMs`) for the requests in flight and the running experiments, then closes the store and the pool.
+   * Resolves with what was still running when the wait ended (zeros after a complete drain).
+   */
+  close(options?: CloseOptions): Promise<PendingWork>;
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -338,9 +366,21 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     );
   };
 
+  // Requests being answered, awaited by close; once it began, new requests get a 503.
+  const inflight = new Set<Promise<void>>();
+  let stopping = false;
   const server = createServer((req, res) => {
     if (options.accessLog !== undefined) logAccess(req, res, options.accessLog);
-    void (async () => {
+    if (stopping) {
+      res.shouldKeepAlive = false;
+      return send(
+        res,
+        jsonResponse(503, {
+          error: { code: 'unavailable', message: 'the server is stopping' },
+        }),
+      );
+    }
+    const handled = (async () => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const method = req.method ?? 'GET';
       try {
@@ -439,6 +479,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         else res.end();
       }
     })();
+    inflight.add(handled);
+    void handled.finally(() => inflight.delete(handled));
   });
   try {
     await new Promise<void>((resolveListen, reject) => {
@@ -452,19 +494,70 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   }
   const address = server.address() as AddressInfo;
   baseUrl = `http://${options.host ?? '127.0.0.1'}:${address.port}`;
+  const pending = (): PendingWork => ({
+    requests: inflight.size,
+    experiments: web.running().length,
+  });
+  let closing: Promise<PendingWork> | undefined;
+  const close = async (closeOptions: CloseOptions): Promise<PendingWork> => {
+    stopping = true;
+    const listening = new Promise<void>((r) => server.close(() => r()));
+    server.closeIdleConnections();
+    const deadline = Date.now() + (closeOptions.timeoutMs ?? 30_000);
+    let forced = false;
+    void closeOptions.force?.then(
+      () => {
+        forced = true;
+      },
+      () => {
+        forced = true;
+      },
+    );
+    let told = false;
+    // Requests may still arrive on open keep-alive connections until they close: wait until nothing is left.
+    for (;;) {
+      const work = [...inflight, ...web.running()];
+      if (work.length === 0 || forced || Date.now() >= deadline) break;
+      if (!told) {
+        told = true;
+        closeOptions.onWait?.(pending());
+      }
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled(work),
+        new Promise((r) => {
+          timer = setTimeout(r, Math.max(0, deadline - Date.now()));
+        }),
+        ...(closeOptions.force ? [closeOptions.force.catch(() => undefined)] : []),
+      ]);
+      clearTimeout(timer);
+    }
+    const left = pending();
+    server.closeAllConnections();
+    await listening;
+    await runtime.close();
+    await pool?.close();
+    return left;
+  };
   return {
     url: baseUrl,
     server,
     runtime,
-    async close() {
-      await new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      });
-      await runtime.close();
-      await pool?.close();
+    pending,
+    close(closeOptions = {}) {
+      closing ??= close(closeOptions);
+      return closing;
     },
   };
+}
+
+function describeWork(work: PendingWork): string {
+  const parts: string[] = [];
+  if (work.requests > 0) parts.push(`${work.requests} request${work.requests === 1 ? '' : 's'}`);
+  if (work.experiments > 0) {
+    parts.push(`${work.experiments} experiment${work.experiments === 1 ? '' : 's'}`);
+  }
+  return parts.join(' and ');
 }
 
 /** Where the served collections live, for the banner (no secrets). */
@@ -494,6 +587,7 @@ export async function runServe(
   let port: number;
   let concurrency: number;
   let workers: number | undefined;
+  let stopTimeout = 30;
   let overrides: Record<string, string> = {};
   let store: StoreKind;
   try {
@@ -506,6 +600,13 @@ export async function runServe(
       throw new ValidationError(`--concurrency must be in 1..256, got ${concurrency}`);
     }
     workers = workersOption(str(p, 'workers'));
+    const timeout = str(p, 'stop-timeout');
+    stopTimeout = timeout === undefined ? 30 : Number(timeout);
+    if (timeout === undefined ? false : !/^\d+$/.test(timeout) || stopTimeout > 3600) {
+      throw new ValidationError(
+        `--stop-timeout must be a whole number of seconds from 0 to 3600, got "${timeout}"`,
+      );
+    }
     const pattern = str(p, 'pattern');
     const collection = str(p, 'collection');
     if (pattern !== undefined) overrides = patternEnv(pattern, collection);
@@ -566,16 +667,50 @@ export async function runServe(
   );
   io.out('  POST   /experiments  (web app: starts an experiment in this process)');
   io.out('Press Ctrl+C to stop.');
+  // The first SIGINT/SIGTERM drains (within --stop-timeout); a second one stops at once.
+  let forceStop: () => void = () => {};
+  const force = new Promise<void>((r) => {
+    forceStop = r;
+  });
   await new Promise<void>((resolveStop) => {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
+      const again = () => {
+        process.off('SIGINT', again);
+        process.off('SIGTERM', again);
+        io.err('stopping now');
+        forceStop();
+      };
+      process.on('SIGINT', again);
+      process.on('SIGTERM', again);
       resolveStop();
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  await running.close();
+  const left = await running.close({
+    timeoutMs: stopTimeout * 1000,
+    force,
+    onWait: (work) =>
+      io.err(
+        `stopping: waiting up to ${stopTimeout} s for ${describeWork(work)} (Ctrl+C again to stop now)`,
+      ),
+  });
+  if (left.requests + left.experiments > 0) {
+    io.err(`stopped before ${describeWork(left)} finished`);
+    if (left.requests > 0) {
+      io.err('  an upload cut short keeps the previous version served: upload it again');
+    }
+    if (left.experiments > 0) {
+      io.err('  an experiment resumes with: ai4rag experiment --experiment-id <id> (same inputs)');
+    }
+    io.out('stopped');
+    // What was cut short may still hold the event loop (a model request awaiting its answer): leave once the
+    // output is written.
+    setTimeout(() => process.exit(1), 1000).unref();
+    return 1;
+  }
   io.out('stopped');
   return 0;
 }

@@ -9,7 +9,7 @@
  * build nothing), the explicit `buildIndex` time, and p50 / p95 of keyword, hybrid and vector search with the
  * ratio to the raw SQL they issued (replayed alone). The last lines fit the growth exponent of each p50
  * (least squares on log p50 against log N; 1 = linear, the goal for keyword and hybrid is ≤ 0.3). Each size
- * line ends with the bench process's peak RSS so far (`process.resourceUsage().maxRSS`): the corpus is generated
+ * line ends with the bench process's peak RSS so far (`peakRssBytes`: VmHWM on Linux): the corpus is generated
  * and ingested in windows of 2,000 documents (a high-water mark: with PGlite first it includes PGlite's heap).
  *
  * The corpus is synthetic and deterministic: documents of 120–250 words drawn from a Zipf(1.1) vocabulary of
@@ -29,6 +29,7 @@ import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../shared/src/embedding
 import { loadBenchmark } from '../shared/src/evaluation/benchmark.js';
 import { evaluateRetrieval } from '../shared/src/evaluation/eval-retrieval.js';
 import { ingestDocuments } from '../shared/src/ingest/pipeline.js';
+import { peakRssBytes } from '../shared/src/util/peak-rss.js';
 import { mulberry32 } from '../shared/src/util/random.js';
 import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
@@ -85,7 +86,7 @@ export function parseScaleArgs(argv: readonly string[]): ScaleOptions {
 }
 
 /** Pseudo-words, and a sampler of their indices with Zipf(s) frequencies. */
-function zipfSampler(seed: number): { word: (i: number) => string; draw: () => number } {
+export function zipfSampler(seed: number): { word: (i: number) => string; draw: () => number } {
   const weights = Array.from({ length: VOCABULARY }, (_, i) => 1 / (i + 1) ** ZIPF_S);
   const cumulative = new Float64Array(VOCABULARY);
   let total = 0;
@@ -119,7 +120,7 @@ function zipfSampler(seed: number): { word: (i: number) => string; draw: () => n
 }
 
 /** `count` synthetic documents starting at ordinal `from` (deterministic per ordinal range and seed). */
-function documents(
+export function documents(
   from: number,
   count: number,
   sampler: ReturnType<typeof zipfSampler>,
@@ -435,7 +436,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
                   `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
               ).join('  ') +
               `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %; exact scan p50 ${f(exactTiming.p50, 2)} ms (index ×${f(exactTiming.p50 / t('keyword').p50, 1)} faster)` +
-              `  process peak RSS ${f(process.resourceUsage().maxRSS / 1024, 0)} MiB`,
+              `  process peak RSS ${f(peakRssBytes() / 2 ** 20, 0)} MiB`,
           );
         }
       } finally {

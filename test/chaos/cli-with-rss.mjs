@@ -4,9 +4,10 @@ import { writeFileSync } from 'node:fs';
 import { register } from 'tsx/esm/api';
 
 const [rssFile, ...args] = process.argv.slice(2);
-process.on('exit', () => {
-  writeFileSync(rssFile, String(process.resourceUsage().maxRSS * 1024));
-});
 register();
+const { peakRssBytes } = await import('../../shared/src/util/peak-rss.ts');
+process.on('exit', () => {
+  writeFileSync(rssFile, String(peakRssBytes()));
+});
 const { main } = await import('../../bin/cli/main.ts');
 process.exitCode = await main(args);

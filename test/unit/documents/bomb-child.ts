@@ -7,6 +7,7 @@
  */
 import { loadDocuments } from '#shared/documents/index.js';
 import type { LoadOptions } from '#shared/documents/types.js';
+import { peakRssBytes } from '#shared/util/peak-rss.js';
 
 const [dir, optionsJson] = process.argv.slice(2);
 if (!dir) throw new Error('usage: bomb-child.ts DIR [OPTIONS_JSON]');
@@ -15,7 +16,6 @@ const result = await loadDocuments([dir], options);
 const report = {
   documents: result.documents.map((d) => d.key),
   failures: result.failures.map((f) => [f.key, f.reason]),
-  // resourceUsage().maxRSS is in KiB.
-  maxRssBytes: process.resourceUsage().maxRSS * 1024,
+  maxRssBytes: peakRssBytes(),
 };
 process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -28,16 +28,33 @@ class LongestFirst extends BaseSequencer {
   }
 }
 
+/**
+ * Files that need a process of their own: `process.chdir` (not available in a worker thread). Every other file
+ * runs in a worker thread, still isolated (a new thread and module graph per file) but started for a third of
+ * the cost of a forked process (measured on the 127 files under 3 s: 188 s with forks, 117 s with threads).
+ */
+const NEEDS_PROCESS = ['test/unit/readme-examples.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     setupFiles: ['test/setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    pool: 'forks',
     // Two cores: PGlite instances are memory-heavy, keep parallelism modest.
     maxWorkers: 2,
     sequence: { sequencer: LongestFirst },
     coverage: { include: ['shared/src/**'], reporter: ['text-summary'] },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'threads',
+          include: ['test/**/*.test.ts'],
+          exclude: NEEDS_PROCESS,
+          pool: 'threads',
+        },
+      },
+      { extends: true, test: { name: 'forks', include: NEEDS_PROCESS, pool: 'forks' } },
+    ],
   },
 });

@@ -83,6 +83,7 @@ function runReadPathSuite(label: string, getClient: () => SqlClient): void {
         distance: 'cosine' as const,
         annIndex: false,
         iterativeScan: false,
+        efSearch: 200,
         keywordDepth: 0,
       };
       return (await exactKeywordSearch(ctx, weights, k, undefined)).map((r) => [r.id, r.score]);

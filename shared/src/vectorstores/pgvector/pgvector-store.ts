@@ -80,6 +80,7 @@ export class PgVectorStore implements VectorStore {
   private readonly annMinRows: number;
   private readonly hybridCandidates: number;
   private readonly keywordDepth: number;
+  private readonly efSearch: number;
   /** pgvector has iterative index scans (0.8+). */
   private readonly iterativeScan: boolean;
   private readonly ownsClient: boolean;
@@ -102,6 +103,7 @@ export class PgVectorStore implements VectorStore {
     this.annMinRows = o.annMinRows;
     this.hybridCandidates = o.hybridCandidates;
     this.keywordDepth = o.keywordDepth;
+    this.efSearch = o.efSearch;
     this.iterativeScan = opened.iterativeScan;
     this.ownsClient = o.ownsClient;
     this.ann = { valid: opened.annIndex, checkedAt: opened.annCheckedAt, warnedExactScan: false };
@@ -268,6 +270,7 @@ export class PgVectorStore implements VectorStore {
       distance: this.distance,
       annIndex: this.ann.valid,
       iterativeScan: this.iterativeScan,
+      efSearch: this.efSearch,
       keywordDepth: this.keywordDepth,
     };
   }

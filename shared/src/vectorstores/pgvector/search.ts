@@ -38,6 +38,8 @@ export interface SearchContext {
   annIndex: boolean;
   /** Whether pgvector has iterative index scans (0.8+). */
   iterativeScan: boolean;
+  /** Smallest `hnsw.ef_search` of an index search. */
+  efSearch: number;
   /** Postings read per query term (0: exact scan). */
   keywordDepth: number;
 }
@@ -92,7 +94,7 @@ export async function vectorSearch(
     // set_config(…, true) in an uncorrelated sub-select is a one-time filter the executor evaluates before the
     // index scan starts, and a local setting ends with the statement's implicit transaction. Rows of staged
     // writes are filtered out too, so the scan may need to go past ef_search (iterative scan).
-    params.push(String(Math.min(1000, Math.max(40, 2 * limit))));
+    params.push(String(Math.min(1000, Math.max(c.efSearch, 2 * limit))));
     const settings = [`set_config('hnsw.ef_search', $${params.length}, true)`];
     if (c.iterativeScan) settings.push(`set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
     where += ` AND (SELECT ${settings.join(' || ')}) IS NOT NULL`;

@@ -85,6 +85,9 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     text: 'semantic: smaller chunks join a neighbour; tokens, 0..chunk-size/2 (default chunk-size/8)',
   },
   prune: { text: 'also remove stored documents no longer in the given folders' },
+  'no-index': {
+    text: 'do not build the ANN index at the end (a bulk load: build it once with "ai4rag index")',
+  },
   writers: {
     arg: 'N',
     text: 'staged writes in flight at once, 1–8 (default 2 with --store pgvector, else 1)',
@@ -288,7 +291,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       'Unchanged documents are skipped; a file that fails to load makes the exit code 1 after the others are stored.',
     groups: [
       ['Collection', COLLECTION],
-      ['Indexing', [...CHUNKING, 'prune', 'writers']],
+      ['Indexing', [...CHUNKING, 'prune', 'writers', 'no-index']],
     ],
     globals: ALL_GLOBALS,
     examples: [

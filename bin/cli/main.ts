@@ -116,6 +116,7 @@ export const COMMAND_OPTIONS: Readonly<Record<string, OptionSpec>> = {
     ...CHUNKING_OPTIONS,
     prune: { type: 'boolean' },
     writers: { type: 'string' },
+    'no-index': { type: 'boolean' },
   },
   search: {
     ...COLLECTION_OPTIONS,
@@ -545,7 +546,7 @@ async function ingestPaths(
   session: Session,
   paths: string[],
   chunking: ChunkingOptions,
-  opts: { prune: boolean; json: boolean; writers?: number },
+  opts: { prune: boolean; json: boolean; writers?: number; buildIndex?: boolean },
   io: Io,
 ) {
   const started = performance.now();
@@ -571,6 +572,7 @@ async function ingestPaths(
     chunk: (doc) => chunker.chunk(doc),
     prune: opts.prune,
     ...(opts.writers !== undefined && { writers: opts.writers }),
+    ...(opts.buildIndex === false && { buildIndex: false }),
     readAt,
     // A file (or folder) that failed to load this time is still on disk: keep its previous version(s). Read at the
     // end, when the stream has found every failure.
@@ -660,7 +662,12 @@ async function cmdIngest(p: Parsed, io: Io): Promise<number> {
       session,
       p.positionals,
       chunking,
-      { prune: flag(p, 'prune'), json: flag(p, 'json'), writers },
+      {
+        prune: flag(p, 'prune'),
+        json: flag(p, 'json'),
+        writers,
+        buildIndex: !flag(p, 'no-index'),
+      },
       io,
     );
     if (flag(p, 'json')) io.out(jsonLine(r));

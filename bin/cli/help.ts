@@ -85,6 +85,10 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     text: 'semantic: smaller chunks join a neighbour; tokens, 0..chunk-size/2 (default chunk-size/8)',
   },
   prune: { text: 'also remove stored documents no longer in the given folders' },
+  memory: {
+    arg: 'SIZE',
+    text: 'PostgreSQL: maintenance_work_mem of the build, 64MB..64GB (default 256MB); a graph that fits builds far faster',
+  },
   'no-index': {
     text: 'do not build the ANN index at the end (a bulk load: build it once with "ai4rag index")',
   },
@@ -390,9 +394,9 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     usage: 'index [--force] [options]',
     description:
       'Ingest builds it at its end once the collection has 20,000 chunks; concurrently on PostgreSQL.',
-    groups: [['Collection', [...COLLECTION, 'force']]],
+    groups: [['Collection', [...COLLECTION, 'force', 'memory']]],
     globals: ALL_GLOBALS,
-    examples: ['ai4rag index --force'],
+    examples: ['ai4rag index --force', 'ai4rag index --store pgvector --memory 4GB'],
   },
   check: {
     summary: "verify a collection's integrity (exit 0 clean, 1 problems left)",

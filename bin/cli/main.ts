@@ -47,6 +47,7 @@ import {
 import { openStore, STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
 import { bestSnippet } from '../../shared/src/text/snippet.js';
 import { resolveCollectionName } from '../../shared/src/vectorstores/naming.js';
+import { buildMemory } from '../../shared/src/vectorstores/pgvector/ann-index.js';
 import type {
   IntegrityReport,
   RankerStrategy,
@@ -146,7 +147,7 @@ export const COMMAND_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   documents: { ...COLLECTION_OPTIONS, yes: { type: 'boolean' } },
   collections: { yes: { type: 'boolean' } },
   stats: COLLECTION_OPTIONS,
-  index: { ...COLLECTION_OPTIONS, force: { type: 'boolean' } },
+  index: { ...COLLECTION_OPTIONS, force: { type: 'boolean' }, memory: { type: 'string' } },
   check: { ...COLLECTION_OPTIONS, repair: { type: 'boolean' } },
   score: SCORE_OPTIONS,
   experiment: EXPERIMENT_OPTIONS,
@@ -986,6 +987,14 @@ function describeIntegrity(r: IntegrityReport): string[] {
 }
 
 async function cmdIndex(p: Parsed, io: Io): Promise<number> {
+  const memory = str(p, 'memory');
+  if (memory !== undefined) {
+    try {
+      buildMemory(memory);
+    } catch (error) {
+      throw new ValidationError(`--memory: ${(error as Error).message}`, { cause: error });
+    }
+  }
   return withSession(
     p,
     async ({ store }) => {
@@ -993,7 +1002,10 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
         io.out(`${store.collectionName}: this store indexes at creation; nothing to build`);
         return 0;
       }
-      const r = await store.buildIndex({ force: flag(p, 'force') });
+      const r = await store.buildIndex({
+        force: flag(p, 'force'),
+        ...(memory !== undefined && { memory }),
+      });
       if (flag(p, 'json')) io.out(jsonLine({ collection: store.collectionName, ...r }));
       else if (r.built) {
         io.out(`${store.collectionName}: HNSW index built over ${r.rows} chunks in ${r.seconds}s`);

@@ -144,6 +144,12 @@ export interface BuildIndexOptions {
   force?: boolean;
   /** Give up when a lock is not granted within this many milliseconds (the build is retried later). @default 5000 */
   lockTimeoutMs?: number;
+  /**
+   * `maintenance_work_mem` of a build on a PostgreSQL server, e.g. `'2GB'` (a whole number of kB, MB or GB, from
+   * 64MB to 64GB). pgvector builds the graph in memory while it fits and many times slower once it does not.
+   * @default '256MB'
+   */
+  memory?: string;
 }
 
 /** What {@link VectorStore.buildIndex} did. */

@@ -2,6 +2,8 @@
  * The HNSW index of a pgvector collection: whether a valid one exists, noticing one another process built, and
  * building it (`CREATE INDEX CONCURRENTLY` on its own session on a server; a plain `CREATE INDEX` on PGlite).
  */
+
+import { VectorStoreConfigError } from '../errors.js';
 import type { SqlClient } from '../sql-client.js';
 import type { BuildIndexOptions, DistanceMetric, IndexBuildResult } from '../types.js';
 import { N_TERM } from './bm25-stats.js';
@@ -61,6 +63,24 @@ export async function refreshAnnIndex(ctx: StoreContext, state: AnnState): Promi
   state.valid = await annIndexValid(ctx.client, ctx.t);
 }
 
+/**
+ * A validated `maintenance_work_mem` value (it is written into the SET statement, which takes no parameter).
+ * @throws {VectorStoreConfigError} naming the value and the accepted form.
+ */
+export function buildMemory(given: string | undefined): string {
+  if (given === undefined) return INDEX_BUILD_MEMORY;
+  const found = /^(\d{1,8})(kB|MB|GB)$/.exec(given);
+  const kb = found
+    ? Number(found[1]) * { kB: 1, MB: 1024, GB: 1024 ** 2 }[found[2] as 'kB']
+    : Number.NaN;
+  if (!(kb >= 64 * 1024 && kb <= 64 * 1024 ** 2)) {
+    throw new VectorStoreConfigError(
+      `index build memory must be a whole number of kB, MB or GB from 64MB to 64GB (e.g. 2GB), got "${given}"`,
+    );
+  }
+  return given;
+}
+
 /** Rows in the collection: the registry's count plus the changes still in the statistics log. */
 async function rowCount(ctx: StoreContext): Promise<number> {
   const rows = await ctx.client.query<{ n: number }>(
@@ -95,6 +115,7 @@ export async function buildIndex(
     seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
     reason,
   });
+  const memory = buildMemory(options.memory);
   const rows = await ctx.run('count rows', () => rowCount(ctx));
   if (ctx.dimension > MAX_HNSW_DIMENSION) {
     return done(
@@ -124,7 +145,7 @@ export async function buildIndex(
     const outcome = await ctx.run('build index', () =>
       (ctx.client.session as NonNullable<SqlClient['session']>)(async (c) => {
         await c.query(`SET lock_timeout = ${lockTimeoutMs}`);
-        await c.query(`SET maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`);
+        await c.query(`SET maintenance_work_mem = '${memory}'`);
         // One builder per collection (two concurrent builds deadlock): a session-level advisory lock, released
         // with the connection, which a session never returns to the pool.
         const lock = await c.query<{ ok: boolean }>(

@@ -14,6 +14,8 @@
  * 5. (`--pglite`, and in the full run) Opening a new PGlite database, in memory and in a new data directory, by
  *    initdb and from the template (`pglite-template.ts`), alternating, in one warm process: medians and ratio.
  * 6. (`--trials`) `ai4rag experiment` with `--trial-concurrency` 1 and 2, side by side (bench/trials.ts).
+ * 9. (`--write-corpus FILE`, `--probe COLLECTION`) the `--scale` corpus as a `.jsonl` file for the CLI, and search
+ *    latency on an existing collection (bench/corpus-probe.ts).
  * 8. (`--hnsw`) pgvector's HNSW index in plain SQL: quality by ef_search on SciFact, build against insert rates,
  *    probe latency (bench/hnsw.ts).
  * 7. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
@@ -390,6 +392,12 @@ if (process.argv.includes('--scale')) {
 } else if (process.argv.includes('--trials')) {
   const { runTrials } = await import('./trials.js');
   await runTrials(process.argv.slice(2));
+} else if (process.argv.includes('--write-corpus')) {
+  const { writeCorpus } = await import('./corpus-probe.js');
+  await writeCorpus(process.argv.slice(2));
+} else if (process.argv.includes('--probe')) {
+  const { probeCollection } = await import('./corpus-probe.js');
+  await probeCollection(process.argv.slice(2));
 } else if (process.argv.includes('--hnsw')) {
   const { runHnsw } = await import('./hnsw.js');
   await runHnsw(process.argv.slice(2));

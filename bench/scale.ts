@@ -153,7 +153,7 @@ async function* documentStream(
     yield* documents(from + b, Math.min(2000, count - b), sampler);
 }
 
-function queriesOf(count: number, sampler: ReturnType<typeof zipfSampler>): string[] {
+export function queriesOf(count: number, sampler: ReturnType<typeof zipfSampler>): string[] {
   const random = mulberry32(7);
   return Array.from({ length: count }, () => {
     const n = 3 + Math.floor(random() * 4);

@@ -12,11 +12,12 @@
  * other value names the file to use.
  */
 import { readFileSync } from 'node:fs';
-import { lstat, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ENV } from '../config.js';
+import { readPrivateFile, writePrivateFile } from '../util/private-file.js';
 
 /** Where the template is, or `false` when templates are off. */
 export type PgliteTemplateSetting = string | false;
@@ -66,17 +67,8 @@ export function pgliteTemplateSetting(): PgliteTemplateSetting {
  * this user and writable only by them (anyone can write into the temp folder).
  */
 export async function readPgliteTemplate(path: string): Promise<Blob | undefined> {
-  try {
-    const info = await lstat(path);
-    const uid = process.getuid?.();
-    if (!info.isFile() || (uid !== undefined && info.uid !== uid) || (info.mode & 0o022) !== 0) {
-      return undefined;
-    }
-    const bytes = await readFile(path);
-    return bytes.length > 0 ? new Blob([bytes]) : undefined;
-  } catch {
-    return undefined;
-  }
+  const bytes = await readPrivateFile(path);
+  return bytes === undefined ? undefined : new Blob([new Uint8Array(bytes)]);
 }
 
 /**
@@ -84,14 +76,7 @@ export async function readPgliteTemplate(path: string): Promise<Blob | undefined
  * @param dump the `dumpDataDir('none')` of a database in which nothing but `CREATE EXTENSION vector` ran
  */
 export async function savePgliteTemplate(path: string, dump: Blob): Promise<void> {
-  const partial = `${path}.${process.pid}.${Date.now()}.partial`;
-  try {
-    // `wx`: created here or not at all, never through a link someone left at that name.
-    await writeFile(partial, new Uint8Array(await dump.arrayBuffer()), { flag: 'wx', mode: 0o600 });
-    await rename(partial, path);
-  } catch {
-    await rm(partial, { force: true }).catch(() => undefined);
-  }
+  await writePrivateFile(path, new Uint8Array(await dump.arrayBuffer()));
 }
 
 /** Removes a template PGlite could not load, so the next database makes a good one. */

@@ -3,6 +3,7 @@
  * `cdk deploy` ships), executed by aws-local-stepfunctions with each Task bound to the real handler of its
  * function over the local runtime (a folder for S3, PGlite for the vector store).
  */
+
 import type { Context } from 'aws-lambda';
 import type { ExperimentListeners } from '../../functions/_shared/experiment.js';
 import { localContext } from '../../functions/_shared/local.js';
@@ -15,6 +16,7 @@ import { createExperimentPrepareHandler } from '../../functions/experiment-prepa
 import { createExperimentProposeHandler } from '../../functions/experiment-propose/handler.js';
 import { createExperimentRecordHandler } from '../../functions/experiment-record/handler.js';
 import { Ai4ragError } from '../../shared/src/errors.js';
+import { experimentDefinition } from './definition-cache.js';
 
 // aws-local-stepfunctions 3 targets Node 22; Node 20 lacks Promise.withResolvers.
 const P = Promise as unknown as { withResolvers?: unknown };
@@ -126,9 +128,8 @@ export async function runLocalExperiment(
   options: LocalExperimentOptions,
 ): Promise<LocalExperimentResult> {
   const { StateMachine } = await import('aws-local-stepfunctions');
-  // Loaded here, not at the top: synthesizing needs aws-cdk-lib (~1 s to load), which no other command uses.
-  const { synthExperimentDefinition } = await import('../../lib/local-definition.js');
-  const { definition, functionIds } = synthExperimentDefinition(
+  // Synthesized once per version of lib/ and context, then read from a cache file (definition-cache.ts).
+  const { definition, functionIds } = await experimentDefinition(
     options.context === undefined ? {} : { context: options.context },
   );
   const rt = options.runtime;

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import type { ExperimentDefinition } from '../../lib/local-definition.js';
 import { ENV } from '../../shared/src/config.js';
+import { stableStringify } from '../../shared/src/experiment/params.js';
 import { readPrivateFile, writePrivateFile } from '../../shared/src/util/private-file.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -54,7 +55,7 @@ export async function definitionKey(context: Record<string, unknown> = {}): Prom
     hash.update(await readFile(file));
     hash.update('\0');
   }
-  hash.update(JSON.stringify(context, Object.keys(context).sort()));
+  hash.update(stableStringify(context));
   return hash.digest('hex').slice(0, 32);
 }
 

@@ -154,8 +154,9 @@ export interface RunningServer {
   /** Work in flight now. */
   pending(): PendingWork;
   /**
-   * Stops taking connections, answers requests that still arrive on open ones with 503, waits (within
-   * `timeoutMs`) for the requests in flight and the running experiments, then closes the store and the pool.
+   * Stops taking connections, waits (within `timeoutMs`) for the requests in flight and the running experiments,
+   * then closes the store and the pool. A request parsed after it began (pipelined on a busy connection) gets a
+   * 503, or is cut when the connections close.
    * Resolves with what was still running when the wait ended (zeros after a complete drain).
    */
   close(options?: CloseOptions): Promise<PendingWork>;
@@ -700,7 +701,7 @@ export async function runServe(
   if (left.requests + left.experiments > 0) {
     io.err(`stopped before ${describeWork(left)} finished`);
     if (left.requests > 0) {
-      io.err('  an upload cut short keeps the previous version served: upload it again');
+      io.err('  an upload among them keeps its previous version served: upload it again');
     }
     if (left.experiments > 0) {
       io.err('  an experiment resumes with: ai4rag experiment --experiment-id <id> (same inputs)');

@@ -180,7 +180,7 @@ describe('ai4rag serve on SIGTERM', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('stopping now');
     expect(run.stderr).toContain('stopped before 1 request finished');
-    expect(run.stderr).toContain('an upload cut short keeps the previous version served');
+    expect(run.stderr).toContain('an upload among them keeps its previous version served');
     expect(upload.status).toBe(0); // the connection was closed under it
     expect(stats.code).toBe(0);
     expect(lastJson<{ documents: number; chunks: number }>(stats)).toMatchObject({

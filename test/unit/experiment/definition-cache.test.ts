@@ -33,6 +33,8 @@ describe('experiment definition cache', () => {
     expect(other.definition).not.toEqual(first.definition);
     expect((await readdir(dir)).filter((f) => f.endsWith('.json'))).toHaveLength(2);
     expect(await definitionKey({ a: 1, b: 2 })).toBe(await definitionKey({ b: 2, a: 1 }));
+    // Nested values count too (two contexts differing only below the top level get two files).
+    expect(await definitionKey({ a: { x: 1 } })).not.toBe(await definitionKey({ a: { x: 2 } }));
   });
 
   it('synthesizes again over a corrupt or world-writable file, and writes nothing with cache: false', async () => {

@@ -49,6 +49,7 @@ import { bestSnippet } from '../../shared/src/text/snippet.js';
 import { resolveCollectionName } from '../../shared/src/vectorstores/naming.js';
 import { buildMemory } from '../../shared/src/vectorstores/pgvector/ann-index.js';
 import type {
+  IndexBuildResult,
   IntegrityReport,
   RankerStrategy,
   SearchMode,
@@ -601,7 +602,7 @@ async function ingestPaths(
   }
   for (const k of summary.kept) io.err(`kept ${k.documentId}: ${k.reason}`);
   if (summary.index) {
-    io.err(`HNSW index built over ${summary.index.rows} chunks in ${summary.index.seconds}s`);
+    io.err(describeBuild(summary.index));
   }
   if (summary.indexError) {
     io.err(`warning: index not built (${summary.indexError}); run "ai4rag index" later`);
@@ -1007,13 +1008,19 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
         ...(memory !== undefined && { memory }),
       });
       if (flag(p, 'json')) io.out(jsonLine({ collection: store.collectionName, ...r }));
-      else if (r.built) {
-        io.out(`${store.collectionName}: HNSW index built over ${r.rows} chunks in ${r.seconds}s`);
-      } else io.out(`${store.collectionName}: no index built — ${r.reason}`);
+      else if (r.built) io.out(`${store.collectionName}: ${describeBuild(r)}`);
+      else io.out(`${store.collectionName}: no index built — ${r.reason}`);
       return 0;
     },
     READER,
   );
+}
+
+/** One line on an index build: how many chunks it indexed, of how many, and the segments it left. */
+function describeBuild(r: IndexBuildResult): string {
+  const what = r.reason === 'converted' ? 'converted to segments' : 'built';
+  const segments = r.segments === undefined ? '' : `, ${r.segments} segment(s)`;
+  return `HNSW index ${what}: ${r.indexed ?? r.rows} of ${r.rows} chunks indexed in ${r.seconds}s${segments}`;
 }
 
 async function cmdCheck(p: Parsed, io: Io): Promise<number> {

@@ -160,6 +160,10 @@ export interface IndexBuildResult {
   seconds: number;
   /** Why it did not build (`exists`, `below threshold …`, `dimension …`), or how it built. */
   reason: string;
+  /** Rows this call put into ANN graphs (pgvector: a new segment, merges, a conversion). */
+  indexed?: number;
+  /** ANN index segments after the call (pgvector). */
+  segments?: number;
 }
 
 /** Result of {@link VectorStore.checkIntegrity}. */

@@ -103,11 +103,16 @@ function pgBackend(name: string, client: () => SqlClient, cleanup?: () => Promis
     async plainScanHits(store, tenant) {
       // What a plain HNSW scan (no iterative scan, ef_search 40) returns for the same filter.
       const table = `"${store.collectionName.toLowerCase()}"`;
+      // The index is one segment over every row (built with force): its predicate, so the planner uses it.
+      const max = await client().query<{ max: string }>(
+        `SELECT max(rid)::text AS max FROM ${table}`,
+      );
+      const range = `(rid + 0) > 0 AND (rid + 0) <= ${Number(max.rows[0]?.max)}`;
       return client().transaction(async (tx) => {
         await tx.query('SET LOCAL hnsw.ef_search = 40');
         await tx.query('SET LOCAL hnsw.iterative_scan = off');
         const res = await tx.query(
-          `SELECT id FROM ${table} WHERE metadata @> $2::jsonb
+          `SELECT id FROM ${table} WHERE metadata @> $2::jsonb AND ${range}
            ORDER BY embedding <=> $1::vector LIMIT ${K}`,
           [JSON.stringify(QUERY), JSON.stringify({ user: { tenant } })],
         );

@@ -19,6 +19,7 @@ import {
   type SqlClient,
 } from '../../../shared/src/vectorstores/sql-client.js';
 import { clientOptions, probePgServer } from '../../support/pg.js';
+import { recordingClient } from '../../support/recording-client.js';
 import { makeChunk } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
 
@@ -39,20 +40,7 @@ const DDL = /^\s*(CREATE|ALTER|DROP|GRANT|REVOKE|COMMENT|TRUNCATE)\b/i;
 
 /** A client that records every statement it (and its transactions and sessions) runs. */
 function recording(inner: SqlClient, log: string[]): SqlClient {
-  const wrap = (c: SqlClient): SqlClient => ({
-    dialect: c.dialect,
-    query: (text, params) => {
-      log.push(text);
-      return c.query(text, params);
-    },
-    transaction: (fn) => c.transaction((tx) => fn(wrap(tx))),
-    close: () => c.close(),
-    ...(c.session !== undefined && {
-      session: <T>(fn: (s: SqlClient) => Promise<T>) =>
-        (c.session as NonNullable<SqlClient['session']>)((s) => fn(wrap(s))),
-    }),
-  });
-  return wrap(inner);
+  return recordingClient(inner, (text) => log.push(text));
 }
 
 const searches = (store: PgVectorStore) =>

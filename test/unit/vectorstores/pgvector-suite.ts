@@ -240,10 +240,17 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
         expect(hits[0]?.id).toBe('k2#2');
         expect(filtered.map((h) => h.id).sort()).toEqual(['k3#1', 'k3#2']);
         const idx = await getClient().query<{ indexdef: string }>(
-          'SELECT indexdef FROM pg_indexes WHERE indexname = $1',
-          [auxiliaryName(store.collectionName, 'h')],
+          `SELECT indexdef FROM pg_indexes WHERE tablename = $1 AND indexdef LIKE '%USING hnsw%'`,
+          [store.collectionName.toLowerCase()],
         );
-        expect(idx.rows[0]?.indexdef).toMatch(/USING hnsw \(embedding vector_l2_ops\)/);
+        // One segment over every row so far: a partial index on the row-id range
+        expect(idx.rows).toHaveLength(1);
+        expect(idx.rows[0]?.indexdef).toMatch(
+          new RegExp(
+            `USING hnsw \\(embedding vector_l2_ops\\).* WHERE \\(\\(\\(rid \\+ 0\\) > 0\\) AND \\(\\(rid \\+ 0\\) <= ${BM25_CORPUS.length}\\)\\)$`,
+          ),
+        );
+        expect(build).toMatchObject({ indexed: BM25_CORPUS.length, segments: 1 });
         expect(logs.some((m) => m.includes('HNSW index built'))).toBe(true);
       } finally {
         await store.close();

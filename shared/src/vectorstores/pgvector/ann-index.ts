@@ -1,9 +1,14 @@
 /**
- * The HNSW index of a pgvector collection: whether a valid one exists, noticing one another process built, and
- * building it (`CREATE INDEX CONCURRENTLY` on its own session on a server; a plain `CREATE INDEX` on PGlite).
+ * The HNSW indexes of a pgvector collection, as segments: each a partial index over a range of row ids
+ * (`lo < rid <= hi`). Rows written after the last segment are in none, so an insert never updates a graph (pgvector
+ * maintains one at a twelfth of its build rate per row); they are scanned exactly through the row-id b-tree until
+ * a build indexes them as a new segment, and segments beyond {@link MAX_SEGMENTS} are merged. Also: reading the
+ * catalogue, noticing what another process built, and converting the full-table index of older versions. Builds
+ * run `CREATE INDEX CONCURRENTLY` on their own session on a server, a plain `CREATE INDEX` on PGlite.
  */
 
-import { VectorStoreConfigError } from '../errors.js';
+import { VectorStoreConfigError, VectorStoreError } from '../errors.js';
+import { quoteIdent } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
 import type { BuildIndexOptions, DistanceMetric, IndexBuildResult } from '../types.js';
 import { N_TERM } from './bm25-stats.js';
@@ -11,7 +16,7 @@ import type { CollectionTables } from './names.js';
 import { REGISTRY_TABLE } from './schema.js';
 import { checkNumber, type StoreContext } from './store-context.js';
 
-/** How often a store without an ANN index asks the catalogue whether one was built meanwhile. */
+/** How often a store reads the catalogue for segments another process built or merged. */
 const ANN_RECHECK_MS = 30_000;
 /** `maintenance_work_mem` of an index build: HNSW builds slow down sharply once the graph outgrows it. */
 const INDEX_BUILD_MEMORY = '256MB';
@@ -25,32 +30,148 @@ const OPCLASS: Record<DistanceMetric, string> = {
   inner_product: 'vector_ip_ops',
 };
 
-/** What a store knows of its HNSW index (it changes as the index is built or noticed). */
+/** One HNSW segment index: it covers the chunk rows with `lo < rid <= hi`. */
+export interface AnnSegment {
+  lo: number;
+  hi: number;
+  /** Its quoted name. */
+  name: string;
+  /** Rows it held when built (the catalogue's `reltuples`; `hi − lo` when unknown). */
+  rows: number;
+}
+
+/** What a store knows of its HNSW indexes (it changes as they are built or noticed). */
 export interface AnnState {
-  /** The index exists and is valid. */
+  /** Some index serves searches: the legacy full-table index, or at least one segment. */
   valid: boolean;
-  /** When the catalogue was last asked whether another process built the index (ms since the epoch). */
+  /** The full-table index of collections built before segments is valid (searches use it alone). */
+  legacy: boolean;
+  /** Valid segments that do not overlap, by `lo` (see {@link coverOf}). */
+  segments: AnnSegment[];
+  /** When the catalogue was last read (ms since the epoch). */
   checkedAt: number;
   /** The exact-scan notice (dimension above HNSW's limit) was logged. */
   warnedExactScan: boolean;
 }
 
-/** Whether the HNSW index exists and is valid (a failed concurrent build leaves an invalid one). */
-export async function annIndexValid(client: SqlClient, t: CollectionTables): Promise<boolean> {
-  const res = await client.query<{ valid: boolean }>(
-    `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
-    [t.hnswIndex.slice(1, -1)],
-  );
-  return res.rows[0]?.valid === true;
+/** The collection's HNSW indexes as the catalogue lists them. */
+interface AnnCatalogue {
+  legacy: 'valid' | 'invalid' | 'none';
+  /** Valid segments, by `lo` then widest first (they may overlap while a merge finishes). */
+  segments: AnnSegment[];
+  /** Quoted names of invalid segment indexes (a failed or interrupted concurrent build). */
+  invalid: string[];
 }
 
 /**
- * Notices an index another process built (at most every {@link ANN_RECHECK_MS}), never builds one: a search
- * scans exactly until the index is valid.
+ * The predicate of the segment over `lo < rid <= hi`, on `rid + 0` rather than `rid`: a query repeating it is
+ * served by the segment's partial index (the planner proves the predicate from the query's constants, a narrower
+ * range included), while the row-id b-tree cannot serve it. On `rid` itself the planner, estimating the range from
+ * statistics a bulk load left stale, chose a b-tree scan and sorted the whole segment.
+ */
+export function segmentPredicate(rid: string, lo: number, hi: number): string {
+  if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi)) {
+    throw new VectorStoreError('segment bounds must be integers');
+  }
+  return `(${rid} + 0) > ${lo} AND (${rid} + 0) <= ${hi}`;
+}
+
+/** The quoted name of the segment over `lo < rid <= hi`. */
+export function segmentName(t: CollectionTables, lo: number, hi: number): string {
+  return quoteIdent(`${t.hnswSegmentPrefix}${lo.toString(36)}_${hi.toString(36)}`);
+}
+
+/** The bounds a segment name encodes, or undefined for a name this code did not write. */
+export function parseSegmentName(
+  t: CollectionTables,
+  name: string,
+): { lo: number; hi: number } | undefined {
+  if (!name.startsWith(t.hnswSegmentPrefix)) return undefined;
+  const found = /^([0-9a-z]{1,13})_([0-9a-z]{1,13})$/.exec(name.slice(t.hnswSegmentPrefix.length));
+  if (!found) return undefined;
+  const lo = Number.parseInt(found[1] as string, 36);
+  const hi = Number.parseInt(found[2] as string, 36);
+  if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || lo < 0 || hi <= lo)
+    return undefined;
+  // Only the canonical spelling (no leading zeros): one range, one name.
+  if (`${lo.toString(36)}_${hi.toString(36)}` !== name.slice(t.hnswSegmentPrefix.length)) {
+    return undefined;
+  }
+  return { lo, hi };
+}
+
+/** Reads the collection's HNSW indexes from the catalogue (one query). */
+export async function readAnnCatalogue(
+  client: SqlClient,
+  t: CollectionTables,
+): Promise<AnnCatalogue> {
+  const res = await client.query<{ name: string; valid: boolean; rows: number }>(
+    `SELECT c.relname AS name, i.indisvalid AS valid, c.reltuples::float8 AS rows
+       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE i.indrelid = to_regclass($1) AND (c.relname = $2 OR starts_with(c.relname, $3))`,
+    [t.table.slice(1, -1), t.hnswIndex.slice(1, -1), t.hnswSegmentPrefix],
+  );
+  const out: AnnCatalogue = { legacy: 'none', segments: [], invalid: [] };
+  for (const r of res.rows) {
+    if (r.name === t.hnswIndex.slice(1, -1)) {
+      out.legacy = r.valid ? 'valid' : 'invalid';
+      continue;
+    }
+    const range = parseSegmentName(t, r.name);
+    if (range === undefined) continue;
+    if (!r.valid) out.invalid.push(quoteIdent(r.name));
+    else {
+      const rows = Number(r.rows);
+      out.segments.push({
+        ...range,
+        name: quoteIdent(r.name),
+        rows: rows >= 0 ? rows : range.hi - range.lo,
+      });
+    }
+  }
+  out.segments.sort((a, b) => a.lo - b.lo || b.hi - a.hi);
+  return out;
+}
+
+/**
+ * The segments a search reads: by `lo`, skipping any that starts inside one already taken (the parts of a merge
+ * whose merged index is valid too). Rows between or after them are scanned exactly.
+ */
+export function coverOf(segments: readonly AnnSegment[]): AnnSegment[] {
+  const cover: AnnSegment[] = [];
+  let cursor = 0;
+  for (const s of segments) {
+    if (s.lo < cursor) continue;
+    cover.push(s);
+    cursor = s.hi;
+  }
+  return cover;
+}
+
+/** Sets `state` from a catalogue read. */
+function applyCatalogue(state: AnnState, cat: AnnCatalogue): void {
+  state.legacy = cat.legacy === 'valid';
+  state.segments = coverOf(cat.segments);
+  state.valid = state.legacy || state.segments.length > 0;
+  state.checkedAt = Date.now();
+}
+
+/** Reads the catalogue into `state` now. */
+export async function readAnnState(
+  client: SqlClient,
+  t: CollectionTables,
+  state: AnnState,
+): Promise<void> {
+  applyCatalogue(state, await readAnnCatalogue(client, t));
+}
+
+/**
+ * Notices indexes another process built or merged (at most every {@link ANN_RECHECK_MS}), never builds one: rows
+ * no known segment covers are scanned exactly, so a stale view costs speed, never results.
  */
 export async function refreshAnnIndex(ctx: StoreContext, state: AnnState): Promise<void> {
-  if (state.valid || ctx.dimension > MAX_HNSW_DIMENSION) {
-    if (ctx.dimension > MAX_HNSW_DIMENSION && !state.warnedExactScan) {
+  if (ctx.dimension > MAX_HNSW_DIMENSION) {
+    if (!state.warnedExactScan) {
       state.warnedExactScan = true;
       ctx.logger(
         `collection ${ctx.collectionName}: ${ctx.dimension} dimensions exceed HNSW's ${MAX_HNSW_DIMENSION}; using exact scan`,
@@ -60,7 +181,7 @@ export async function refreshAnnIndex(ctx: StoreContext, state: AnnState): Promi
   }
   if (Date.now() - state.checkedAt < ANN_RECHECK_MS) return;
   state.checkedAt = Date.now();
-  state.valid = await annIndexValid(ctx.client, ctx.t);
+  await readAnnState(ctx.client, ctx.t, state);
 }
 
 /**
@@ -92,8 +213,102 @@ async function rowCount(ctx: StoreContext): Promise<number> {
 }
 
 /**
- * Builds the HNSW index once the collection holds `annMinRows` rows (or with `force`): concurrently on a server's
- * own session, behind a per-collection advisory lock; plainly on PGlite (see `PgVectorStore.buildIndex`).
+ * Rows a new segment needs once the collection has one: fewer are scanned exactly, which at this size costs about
+ * one HNSW probe (the exact scan reads 20,000 rows in 16–17 ms; one probe at ef_search 200 takes 3.5–6.3 ms,
+ * `npm run bench -- --hnsw`).
+ */
+export const SEGMENT_MIN_ROWS = 5_000;
+/** Most segments a search probes: beyond it the adjacent pair with the fewest rows is merged (rebuilt as one). */
+export const MAX_SEGMENTS = 4;
+
+/** What one builder's turn did. */
+interface BuildOutcome {
+  reason: 'built' | 'converted' | 'exists' | 'no rows to index';
+  /** Rows put into HNSW graphs (new segment, conversion, merges). */
+  indexed: number;
+}
+
+/**
+ * One builder's turn, on `c` (its own session, holding the collection's index lock, or PGlite's connection):
+ * drops what a failed build left, converts a legacy full-table index, indexes the rows after the last segment as a
+ * new one (always the first time; then once they reach {@link SEGMENT_MIN_ROWS}, or with `force`), and merges
+ * down to {@link MAX_SEGMENTS}. Each index is built before the ones it replaces are dropped, so every row stays
+ * searchable, and rows the indexes do not cover are scanned exactly.
+ */
+async function buildSegments(
+  ctx: StoreContext,
+  c: SqlClient,
+  concurrently: boolean,
+  force: boolean,
+): Promise<BuildOutcome> {
+  const cc = concurrently ? 'CONCURRENTLY ' : '';
+  const drop = (name: string) => c.query(`DROP INDEX ${cc}IF EXISTS ${name}`);
+  const create = (lo: number, hi: number) =>
+    c.query(`CREATE INDEX ${cc}IF NOT EXISTS ${segmentName(ctx.t, lo, hi)} ON ${ctx.t.table}
+       USING hnsw (embedding ${OPCLASS[ctx.distance]}) WITH (m = 16, ef_construction = 64)
+       WHERE ${segmentPredicate('rid', lo, hi)}`);
+  const cat = await readAnnCatalogue(c, ctx.t);
+  if (cat.legacy === 'invalid') await drop(ctx.t.hnswIndex);
+  for (const name of cat.invalid) await drop(name);
+  const segments = coverOf(cat.segments);
+  // Segments inside a wider one: the parts of a merge interrupted before it dropped them.
+  for (const s of cat.segments) if (!segments.includes(s)) await drop(s.name);
+  const last = segments[segments.length - 1]?.hi ?? 0;
+  const found = await c.query<{ max: string | null; tail: string }>(
+    `SELECT (SELECT max(rid) FROM ${ctx.t.table})::text AS max,
+            (SELECT count(*) FROM ${ctx.t.table} WHERE rid > $1)::text AS tail`,
+    [last],
+  );
+  const max = Number(found.rows[0]?.max ?? 0);
+  const tail = Number(found.rows[0]?.tail ?? 0);
+  let outcome: BuildOutcome = { reason: 'exists', indexed: 0 };
+  if (cat.legacy === 'valid') {
+    // A full-table index makes every insert update its graph: replaced by one segment over the same rows.
+    for (const s of segments) await drop(s.name);
+    segments.length = 0;
+    if (max > 0) {
+      await create(0, max);
+      segments.push({ lo: 0, hi: max, name: segmentName(ctx.t, 0, max), rows: max });
+    }
+    await drop(ctx.t.hnswIndex);
+    outcome = { reason: 'converted', indexed: max };
+  } else if (tail > 0 && (segments.length === 0 || force || tail >= SEGMENT_MIN_ROWS)) {
+    await create(last, max);
+    segments.push({ lo: last, hi: max, name: segmentName(ctx.t, last, max), rows: tail });
+    outcome = { reason: 'built', indexed: tail };
+  } else if (segments.length === 0) {
+    outcome = { reason: 'no rows to index', indexed: 0 };
+  }
+  while (segments.length > MAX_SEGMENTS) {
+    let at = 0;
+    for (let i = 1; i + 1 < segments.length; i++) {
+      const pair = (j: number) =>
+        (segments[j] as AnnSegment).rows + (segments[j + 1] as AnnSegment).rows;
+      if (pair(i) < pair(at)) at = i;
+    }
+    const a = segments[at] as AnnSegment;
+    const b = segments[at + 1] as AnnSegment;
+    await create(a.lo, b.hi);
+    await drop(a.name);
+    await drop(b.name);
+    segments.splice(at, 2, {
+      lo: a.lo,
+      hi: b.hi,
+      name: segmentName(ctx.t, a.lo, b.hi),
+      rows: a.rows + b.rows,
+    });
+    outcome = {
+      reason: outcome.reason === 'converted' ? 'converted' : 'built',
+      indexed: outcome.indexed + a.rows + b.rows,
+    };
+  }
+  return outcome;
+}
+
+/**
+ * Brings the HNSW segments up to date once the collection holds `annMinRows` rows (or with `force`): on a server on
+ * its own session, concurrently, behind a per-collection advisory lock; plainly on PGlite (see
+ * `PgVectorStore.buildIndex`).
  */
 export async function buildIndex(
   ctx: StoreContext,
@@ -109,11 +324,17 @@ export async function buildIndex(
     3_600_000,
     true,
   );
-  const done = (built: boolean, rows: number, reason: string): IndexBuildResult => ({
+  const done = (
+    built: boolean,
+    rows: number,
+    reason: string,
+    indexed?: number,
+  ): IndexBuildResult => ({
     built,
     rows,
     seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
     reason,
+    ...(indexed !== undefined && { indexed, segments: state.segments.length }),
   });
   const memory = buildMemory(options.memory);
   const rows = await ctx.run('count rows', () => rowCount(ctx));
@@ -127,22 +348,14 @@ export async function buildIndex(
   if (!options.force && rows < annMinRows) {
     return done(false, rows, `below threshold (${rows} of ${annMinRows} rows): exact scan`);
   }
-  if (await ctx.run('check index', () => annIndexValid(ctx.client, ctx.t))) {
-    state.valid = true;
-    return done(false, rows, 'exists');
-  }
-  const create = (concurrently: boolean) =>
-    `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${ctx.t.hnswIndex} ON ${ctx.t.table}
-       USING hnsw (embedding ${OPCLASS[ctx.distance]}) WITH (m = 16, ef_construction = 64)`;
+  const force = options.force === true;
+  let outcome: BuildOutcome | 'busy';
   if (ctx.pglite || ctx.client.session === undefined) {
-    await ctx.exclusive(() =>
-      ctx.run('build index', async () => {
-        await ctx.client.query(`DROP INDEX IF EXISTS ${ctx.t.hnswIndex}`);
-        await ctx.client.query(create(false));
-      }),
+    outcome = await ctx.exclusive(() =>
+      ctx.run('build index', () => buildSegments(ctx, ctx.client, false, force)),
     );
   } else {
-    const outcome = await ctx.run('build index', () =>
+    outcome = await ctx.run('build index', () =>
       (ctx.client.session as NonNullable<SqlClient['session']>)(async (c) => {
         await c.query(`SET lock_timeout = ${lockTimeoutMs}`);
         await c.query(`SET maintenance_work_mem = '${memory}'`);
@@ -152,38 +365,26 @@ export async function buildIndex(
           'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
           [`${ctx.t.key}:index`],
         );
-        if (lock.rows[0]?.ok !== true) return 'busy';
-        if (await annIndexValid(ctx.client, ctx.t)) return 'exists';
-        const leftover = await c.query<{ valid: boolean }>(
-          `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
-          [ctx.t.hnswIndex.slice(1, -1)],
-        );
-        if (leftover.rows[0]?.valid === false) {
-          await c.query(`DROP INDEX CONCURRENTLY IF EXISTS ${ctx.t.hnswIndex}`);
-        }
-        await c.query(create(true));
-        return 'done';
+        if (lock.rows[0]?.ok !== true) return 'busy' as const;
+        return buildSegments(ctx, c, true, force);
       }),
     );
-    if (outcome === 'busy') return done(false, rows, 'being built by another session');
-    if (outcome === 'exists') {
-      state.valid = true;
-      return done(false, rows, 'exists');
-    }
   }
-  state.valid = await ctx.run('check index', () => annIndexValid(ctx.client, ctx.t));
-  state.checkedAt = Date.now();
-  const result = done(state.valid, rows, state.valid ? 'built' : 'build left no valid index');
-  ctx.logger(
-    `collection ${ctx.collectionName}: HNSW index ${result.reason} (${rows} rows, ${result.seconds} s)`,
-  );
+  await ctx.run('check index', () => readAnnState(ctx.client, ctx.t, state));
+  if (outcome === 'busy') return done(false, rows, 'being built by another session');
+  const built = outcome.reason === 'built' || outcome.reason === 'converted';
+  const result = done(built, rows, outcome.reason, outcome.indexed);
+  if (built) {
+    ctx.logger(
+      `collection ${ctx.collectionName}: HNSW index ${outcome.reason} (${outcome.indexed} of ${rows} rows indexed, ${state.segments.length} segment(s), ${result.seconds} s)`,
+    );
+  }
   return result;
 }
 
 /** Reads the catalogue now (stats do: an index another session built counts at once). */
 export async function noticeAnnIndex(ctx: StoreContext, state: AnnState): Promise<void> {
-  if (!state.valid && ctx.dimension <= MAX_HNSW_DIMENSION) {
-    state.valid = await ctx.run('check index', () => annIndexValid(ctx.client, ctx.t));
-    state.checkedAt = Date.now();
+  if (ctx.dimension <= MAX_HNSW_DIMENSION) {
+    await ctx.run('check index', () => readAnnState(ctx.client, ctx.t, state));
   }
 }

@@ -21,12 +21,23 @@ export interface CollectionTables {
   writesTable: string;
   /** The (document_id, sequence_number) index. */
   sequenceIndex: string;
-  /** The HNSW index. */
+  /** The full-table HNSW index of collections built before index segments (see `ann-index.ts`). */
   hnswIndex: string;
+  /** Unquoted prefix of the HNSW segment indexes' names (`<prefix><lo>_<hi>`, bounds in base 36). */
+  hnswSegmentPrefix: string;
   /** The keyword index (postings). */
   kw: KeywordIndexNames;
   /** SQL: the chunk row is visible (not part of a write still in flight). */
   visible: string;
+}
+
+/**
+ * The segment indexes' name prefix: the collection's first 24 characters, its name hash and `_h`, which leaves room
+ * for two base-36 row ids of 13 characters within PostgreSQL's 63-byte identifiers.
+ */
+function hnswSegmentPrefix(key: string): string {
+  const hash = auxiliaryName(key, 'h').slice(-10, -2);
+  return `${key.toLowerCase().slice(0, 24)}_${hash}_h`;
 }
 
 /** The names of collection `key` (lower-case). */
@@ -43,6 +54,7 @@ export function collectionTables(key: string): CollectionTables {
     writesTable,
     sequenceIndex: aux('s'),
     hnswIndex: aux('h'),
+    hnswSegmentPrefix: hnswSegmentPrefix(key),
     kw: keywordIndexNames(key),
     visible: `${table}.version NOT IN (SELECT version FROM ${writesTable} WHERE finished_at IS NULL)`,
   };

@@ -60,7 +60,7 @@ import { checkNumber, runOperation, type StoreContext } from './store-context.js
 import { abortWrite, beginWrite, finishWrite } from './write-ledger.js';
 import { addChunks, upsert } from './writes.js';
 
-export { MAX_HNSW_DIMENSION } from './ann-index.js';
+export { MAX_HNSW_DIMENSION, MAX_SEGMENTS, SEGMENT_MIN_ROWS } from './ann-index.js';
 export { MAX_VECTOR_DIMENSION, type PgVectorStoreOptions } from './options.js';
 export { dropPgCollection, REGISTRY_TABLE, SCHEMA_LOCK_TIMEOUT_MS } from './schema.js';
 export { distanceToScore, vectorLiteral } from './search.js';
@@ -68,7 +68,7 @@ export { UPSERT_BATCH_SIZE } from './writes.js';
 
 /**
  * pgvector-backed {@link VectorStore} over any {@link SqlClient} (PGlite in-process, or a `pg.Pool`). Dense search
- * uses pgvector's distance operators (HNSW index built lazily); keyword search is real BM25 stored as `sparsevec`
+ * uses pgvector's distance operators (HNSW segment indexes built by `buildIndex`, never in a search); keyword search is real BM25 stored as `sparsevec`
  * weights; hybrid search fuses both in memory. See `shared/src/vectorstores/README.md`: this class holds the
  * options and state and serializes writes; the work is done by the modules of this folder, given `ctx`.
  */
@@ -106,7 +106,7 @@ export class PgVectorStore implements VectorStore {
     this.efSearch = o.efSearch;
     this.iterativeScan = opened.iterativeScan;
     this.ownsClient = o.ownsClient;
-    this.ann = { valid: opened.annIndex, checkedAt: opened.annCheckedAt, warnedExactScan: false };
+    this.ann = opened.ann;
     this.ctx = {
       ...base,
       run: <T>(operation: string, fn: () => Promise<T>) => this.run(operation, fn),
@@ -269,6 +269,8 @@ export class PgVectorStore implements VectorStore {
       t: this.ctx.t,
       distance: this.distance,
       annIndex: this.ann.valid,
+      legacyIndex: this.ann.legacy,
+      segments: this.ann.segments,
       iterativeScan: this.iterativeScan,
       efSearch: this.efSearch,
       keywordDepth: this.keywordDepth,
@@ -276,10 +278,12 @@ export class PgVectorStore implements VectorStore {
   }
 
   /**
-   * Builds the HNSW index once the collection holds `annMinRows` rows (or with `force`). On a PostgreSQL server it
-   * runs `CREATE INDEX CONCURRENTLY` on its own connection with a lock timeout, so searches and writes go on
-   * meanwhile (searches scan exactly until it is valid); an invalid index left by a failed build is dropped and
-   * rebuilt. On PGlite (one connection) it is a plain `CREATE INDEX`.
+   * Builds HNSW indexes once the collection holds `annMinRows` rows (or with `force`): the rows after the last
+   * segment become a new segment (the first time, then from {@link SEGMENT_MIN_ROWS} rows or with `force`), and
+   * segments beyond four are merged (`ann-index.ts`). On a PostgreSQL server it runs `CREATE INDEX CONCURRENTLY`
+   * on its own connection with a lock timeout, so searches and writes go on meanwhile (rows outside a valid
+   * segment are scanned exactly); an invalid index left by a failed build is dropped and built again. On PGlite
+   * (one connection) it is a plain `CREATE INDEX`.
    * @throws {VectorStoreError} when the build fails (a lock timeout included: try again later).
    */
   async buildIndex(options: BuildIndexOptions = {}): Promise<IndexBuildResult> {

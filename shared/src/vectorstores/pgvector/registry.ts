@@ -9,7 +9,7 @@ import { ANALYZER_VERSION } from '../../text/analyzer.js';
 import { EmbeddingModelMismatchError, VectorStoreError } from '../errors.js';
 import type { SqlClient } from '../sql-client.js';
 import type { DistanceMetric } from '../types.js';
-import { annIndexValid } from './ann-index.js';
+import { type AnnState, readAnnState } from './ann-index.js';
 import type { CollectionTables } from './names.js';
 import {
   createCollectionTables,
@@ -75,10 +75,8 @@ export interface OpenedCollection {
   iterativeScan: boolean;
   /** A reader without write privileges. */
   readOnly: boolean;
-  /** A valid HNSW index exists. */
-  annIndex: boolean;
-  /** When `annIndex` was read (ms since the epoch). */
-  annCheckedAt: number;
+  /** The HNSW indexes as the catalogue listed them. */
+  ann: AnnState;
   pglite: boolean;
   useCopy: boolean;
 }
@@ -163,19 +161,21 @@ export async function openCollection(o: OpenCollectionOptions): Promise<OpenedCo
     : await lockRegistry(c, o.t, o.collectionName, false);
   checkCompatible(o, reg);
   const readOnly = !o.createIfMissing && !(await canWrite(c, o.t));
-  const idx = await c.query<{ one: number }>(
-    `SELECT 1 AS one FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`,
-    [o.t.hnswIndex.slice(1, -1)],
-  );
-  const annIndex = idx.rows.length > 0 && (await annIndexValid(c, o.t));
-  const annCheckedAt = Date.now();
+  const ann: AnnState = {
+    valid: false,
+    legacy: false,
+    segments: [],
+    checkedAt: 0,
+    warnedExactScan: false,
+  };
+  await readAnnState(c, o.t, ann);
   const serverVersion = await c.query<{ v: string }>('SELECT version() AS v');
   const pglite = c.dialect === 'pglite' || String(serverVersion.rows[0]?.v).includes('PGlite');
   let useCopy = false;
   if (c.copyFrom !== undefined) {
     useCopy = c.dialect === 'pglite' || !String(serverVersion.rows[0]?.v).includes('PGlite');
   }
-  return { reg, iterativeScan, readOnly, annIndex, annCheckedAt, pglite, useCopy };
+  return { reg, iterativeScan, readOnly, ann, pglite, useCopy };
 }
 
 /** Whether this session may write the collection (a read-only role may not: it then never folds statistics). */

@@ -11,6 +11,7 @@ import { VectorStoreError } from '../errors.js';
 import { compileFilterSql, type FilterNode } from '../filter.js';
 import type { SqlClient } from '../sql-client.js';
 import type { DistanceMetric, SearchHit } from '../types.js';
+import { segmentPredicate } from './ann-index.js';
 import { bm25Idf, sparseLiteral, termFrequencies } from './bm25.js';
 import { queryStatistics } from './bm25-refresh.js';
 import { keywordQuery } from './keyword-index.js';
@@ -34,8 +35,12 @@ export interface SearchContext {
   client: SqlClient;
   t: CollectionTables;
   distance: DistanceMetric;
-  /** Whether the HNSW index exists and is valid. */
+  /** Some HNSW index serves searches (the legacy full-table one, or segments). */
   annIndex: boolean;
+  /** The legacy full-table index is valid: a search uses it alone. */
+  legacyIndex?: boolean;
+  /** The HNSW segments a search probes, by `lo`, not overlapping (`ann-index.ts`); the other rows are scanned. */
+  segments?: readonly { lo: number; hi: number }[];
   /** Whether pgvector has iterative index scans (0.8+). */
   iterativeScan: boolean;
   /** Smallest `hnsw.ef_search` of an index search. */
@@ -78,7 +83,11 @@ export function vectorLiteral(v: readonly number[]): string {
   return `[${v.map((x) => (Math.abs(x) >= 1e-3 ? Math.round(x * 1e7) / 1e7 : Math.fround(x))).join(',')}]`;
 }
 
-/** Best-first rows with higher-is-better scores. */
+/**
+ * Best-first rows with higher-is-better scores. With HNSW segments, one statement: each segment's top `limit` from
+ * its partial index, the rows after and between them scanned exactly through the row-id b-tree, the union ordered
+ * once (a materialized CTE, since an iterative scan may return its rows slightly out of order).
+ */
 export async function vectorSearch(
   c: SearchContext,
   qvec: number[],
@@ -89,6 +98,12 @@ export async function vectorSearch(
   const params: unknown[] = [vectorLiteral(qvec), limit];
   let where = `WHERE ${c.t.visible}`;
   if (filter !== undefined) where += ` AND ${compileFilterSql(filter, params, 'metadata')}`;
+  const select = (
+    extra: string,
+  ) => `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
+    FROM ${c.t.table} ${where}${extra} ORDER BY embedding ${op} $1::vector LIMIT $2`;
+  const exactSql = select('');
+  let sql = exactSql;
   if (c.annIndex) {
     // The HNSW settings for this statement only, without a transaction's BEGIN / SET LOCAL / COMMIT round trips:
     // set_config(…, true) in an uncorrelated sub-select is a one-time filter the executor evaluates before the
@@ -97,10 +112,27 @@ export async function vectorSearch(
     params.push(String(Math.min(1000, Math.max(c.efSearch, 2 * limit))));
     const settings = [`set_config('hnsw.ef_search', $${params.length}, true)`];
     if (c.iterativeScan) settings.push(`set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
-    where += ` AND (SELECT ${settings.join(' || ')}) IS NOT NULL`;
+    const tuned = ` AND (SELECT ${settings.join(' || ')}) IS NOT NULL`;
+    const segments = c.legacyIndex === true ? [] : (c.segments ?? []);
+    if (segments.length === 0) sql = select(tuned);
+    else {
+      const rid = `${c.t.table}.rid`;
+      const part = (range: string, indexed: boolean) =>
+        `(${select(` AND ${range}${indexed ? tuned : ''}`)})`;
+      const parts: string[] = [];
+      let cursor = 0;
+      for (const s of segments) {
+        // Integers from the catalogue, written as literals (checked by segmentPredicate): a partial index serves
+        // a query only when the planner can prove its predicate from the query's constants.
+        if (s.lo > cursor) parts.push(part(`${rid} > ${cursor} AND ${rid} <= ${s.lo}`, false));
+        parts.push(part(segmentPredicate(rid, s.lo, s.hi), true));
+        cursor = s.hi;
+      }
+      parts.push(part(`${rid} > ${cursor}`, false));
+      sql = `WITH u AS MATERIALIZED (${parts.join(' UNION ALL ')})
+        SELECT id, content, metadata, distance FROM u ORDER BY distance LIMIT $2`;
+    }
   }
-  const sql = `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
-    FROM ${c.t.table} ${where} ORDER BY embedding ${op} $1::vector LIMIT $2`;
   let rows = (await c.client.query<ChunkRow & { distance: number }>(sql, params)).rows;
   // Filtered top-k is complete: an index scan that came back short (a filter too selective for the
   // iterative scan's hnsw.max_scan_tuples, or an older pgvector without iterative scans) is redone exactly,
@@ -108,7 +140,7 @@ export async function vectorSearch(
   if (c.annIndex && filter !== undefined && rows.length < limit) {
     rows = await c.client.transaction(async (tx) => {
       await tx.query('SET LOCAL enable_indexscan = off');
-      return (await tx.query<ChunkRow & { distance: number }>(sql, params)).rows;
+      return (await tx.query<ChunkRow & { distance: number }>(exactSql, params.slice(0, -1))).rows;
     });
   }
   return rows

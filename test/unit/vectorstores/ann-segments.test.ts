@@ -1,0 +1,319 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
+import { MAX_SEGMENTS, segmentName } from '../../../shared/src/vectorstores/pgvector/ann-index.js';
+import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
+import {
+  dropPgCollection,
+  PgVectorStore,
+} from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
+import {
+  fromPgPool,
+  openPglite,
+  type SqlClient,
+} from '../../../shared/src/vectorstores/sql-client.js';
+import { clientOptions, probePgServer } from '../../support/pg.js';
+import { recordingClient } from '../../support/recording-client.js';
+import { makeChunk } from './contract.js';
+import { createHashEmbedder } from './fake-embedder.js';
+
+/**
+ * HNSW segments (`ann-index.ts`): rows written after the last segment are in no graph and are scanned exactly,
+ * a build indexes them as a new segment, merges keep at most MAX_SEGMENTS, and every row stays findable through
+ * every step (a stale view of the segments included). Each query is a chunk's own text, so with the hash
+ * embedder that chunk must come first.
+ */
+const embedder = createHashEmbedder({ dimension: 64 });
+
+function chunks(from: number, count: number): AI4RAGChunk[] {
+  return Array.from({ length: count }, (_, j) => {
+    const i = from + j;
+    return makeChunk(
+      `doc${i % 40}`,
+      i,
+      `w${i} x${(i * 31) % 2003} y${(i * 17) % 1999} z${(i * 7) % 1993}`,
+    );
+  });
+}
+
+/** Each probed chunk is its own query's first vector hit. */
+async function expectFindable(store: PgVectorStore, all: AI4RAGChunk[]): Promise<void> {
+  const step = Math.max(1, Math.floor(all.length / 12));
+  for (let i = 0; i < all.length; i += step) {
+    const c = all[i] as AI4RAGChunk;
+    const hits = await store.search(c.text, { k: 3, searchMode: 'vector' });
+    expect(hits[0]?.id, `query ${i}`).toBe(c.id);
+  }
+  const last = all[all.length - 1] as AI4RAGChunk;
+  expect((await store.search(last.text, { k: 3, searchMode: 'vector' }))[0]?.id).toBe(last.id);
+}
+
+/** The collection's HNSW indexes: name and the predicate's row-id range. */
+async function hnswIndexes(
+  client: SqlClient,
+  name: string,
+): Promise<{ name: string; lo?: number; hi?: number; partial: boolean }[]> {
+  const res = await client.query<{ indexname: string; indexdef: string }>(
+    `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = $1 AND indexdef LIKE '%USING hnsw%'
+      ORDER BY indexname`,
+    [name.toLowerCase()],
+  );
+  return res.rows
+    .map((r) => {
+      const m = /WHERE \(\(\(rid \+ 0\) > (\d+)\) AND \(\(rid \+ 0\) <= (\d+)\)\)$/.exec(
+        r.indexdef,
+      );
+      return m
+        ? { name: r.indexname, lo: Number(m[1]), hi: Number(m[2]), partial: true }
+        : { name: r.indexname, partial: false };
+    })
+    .sort((a, b) => (a.lo ?? -1) - (b.lo ?? -1));
+}
+
+async function maxRid(client: SqlClient, name: string): Promise<number> {
+  const res = await client.query<{ max: string }>(
+    `SELECT max(rid)::text AS max FROM "${name.toLowerCase()}"`,
+  );
+  return Number(res.rows[0]?.max);
+}
+
+const pgConfig = await probePgServer(2000);
+interface Backend {
+  name: string;
+  client: () => SqlClient;
+}
+let pglite: SqlClient;
+let server: SqlClient | undefined;
+const backends: Backend[] = [
+  { name: 'PGlite', client: () => pglite },
+  ...(pgConfig === undefined
+    ? []
+    : [{ name: 'the PostgreSQL server', client: () => server as SqlClient }]),
+];
+const created: [Backend, string][] = [];
+
+beforeAll(async () => {
+  pglite = await openPglite();
+  if (pgConfig !== undefined) {
+    server = fromPgPool(new pg.Pool({ ...clientOptions(pgConfig), max: 4 }), { ownsPool: true });
+  }
+});
+afterAll(async () => {
+  for (const [b, name] of created) await dropPgCollection(b.client(), name);
+  await pglite?.close();
+  await server?.close();
+});
+
+describe.each(backends)('HNSW segments on $name', (backend) => {
+  const open = async (name: string) => {
+    if (!created.some(([b, n]) => b === backend && n === name)) created.push([backend, name]);
+    return PgVectorStore.create({
+      client: backend.client(),
+      embedder,
+      collectionName: name,
+      annMinRows: 0,
+    });
+  };
+
+  it('writes rows after the last segment into no graph, finds them by the exact tail scan, then indexes them as a new segment', async () => {
+    // Prepare
+    const name = `ai4rag_seg_tail_${Date.now().toString(36)}`;
+    const store = await open(name);
+    try {
+      const first = chunks(0, 600);
+      await store.addChunks(first);
+      const built = await store.buildIndex();
+      const afterFirst = await hnswIndexes(backend.client(), name);
+      // Act: more rows, below the new-segment minimum, then a forced build
+      const second = chunks(600, 400);
+      await store.addChunks(second);
+      const small = await store.buildIndex();
+      const beforeSecond = await hnswIndexes(backend.client(), name);
+      await expectFindable(store, [...first, ...second]);
+      const forced = await store.buildIndex({ force: true });
+      // Assess
+      const top = await maxRid(backend.client(), name);
+      expect(built).toMatchObject({ built: true, reason: 'built', indexed: 600, segments: 1 });
+      expect(afterFirst).toEqual([
+        {
+          name: segmentName(collectionTables(name), 0, 600).slice(1, -1),
+          lo: 0,
+          hi: 600,
+          partial: true,
+        },
+      ]);
+      // The 400 newer rows are in no index's range: their inserts updated no graph
+      expect(small).toMatchObject({ built: false, reason: 'exists' });
+      expect(beforeSecond).toEqual(afterFirst);
+      expect(forced).toMatchObject({ built: true, indexed: 400, segments: 2 });
+      expect(await hnswIndexes(backend.client(), name)).toMatchObject([
+        { lo: 0, hi: 600 },
+        { lo: 600, hi: top },
+      ]);
+      expect((await store.stats()).annIndex).toBe(true);
+      await expectFindable(store, [...first, ...second]);
+      // Filtered search reads every segment and the tail too
+      const third = chunks(1000, 50);
+      await store.addChunks(third);
+      const filtered = await store.search((third[7] as AI4RAGChunk).text, {
+        k: 3,
+        searchMode: 'vector',
+        filter: { document_id: (third[7] as AI4RAGChunk).metadata.document_id },
+      });
+      expect(filtered[0]?.id).toBe((third[7] as AI4RAGChunk).id);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('plans each segment on its own partial index, in one statement', async () => {
+    // Prepare: two segments and a tail, searched through a client that records the statements
+    const name = `ai4rag_seg_plan_${Date.now().toString(36)}`;
+    const t = collectionTables(name.toLowerCase());
+    const setup = await open(name);
+    await setup.addChunks(chunks(0, 1500));
+    await setup.buildIndex();
+    await setup.addChunks(chunks(1500, 1500));
+    await setup.buildIndex({ force: true });
+    await setup.addChunks(chunks(3000, 100));
+    await setup.close();
+    const statements: [string, readonly unknown[] | undefined][] = [];
+    const store = await PgVectorStore.create({
+      client: recordingClient(backend.client(), (text, params) => statements.push([text, params])),
+      embedder,
+      collectionName: name,
+      annMinRows: 0,
+    });
+    try {
+      // Act
+      statements.length = 0;
+      const hits = await store.search(chunks(42, 1)[0]?.text ?? '', { k: 5, searchMode: 'vector' });
+      const searches = statements.filter(([text]) => text.includes('WITH u AS MATERIALIZED'));
+      const [text, params] = searches[0] ?? ['', []];
+      const plan = await backend
+        .client()
+        .query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, [...(params ?? [])]);
+      // Assess
+      const lines = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(hits[0]?.id).toBe(chunks(42, 1)[0]?.id);
+      expect(searches).toHaveLength(1);
+      expect(lines).toContain(`Index Scan using ${segmentName(t, 0, 1500).slice(1, -1)}`);
+      expect(lines).toContain(`Index Scan using ${t.hnswSegmentPrefix}15o_`);
+      // The tail (rows after the last segment) through the row-id b-tree; the chunk table is never read whole
+      expect(lines).toContain(`Index Scan on ${t.kw.ridIndex.slice(1, -1)}`);
+      expect(lines).not.toMatch(new RegExp(`Seq Scan on ${t.table.slice(1, -1)}(?!_)`));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it(`merges down to ${MAX_SEGMENTS} contiguous segments, the cheapest adjacent pair first, and every row stays findable`, async () => {
+    // Prepare
+    const name = `ai4rag_seg_merge_${Date.now().toString(36)}`;
+    const store = await open(name);
+    const all: AI4RAGChunk[] = [];
+    const results = [];
+    try {
+      // Act: one big first segment, then six small ones
+      for (const size of [800, 100, 100, 100, 100, 100, 100]) {
+        const next = chunks(all.length, size);
+        await store.addChunks(next);
+        all.push(...next);
+        results.push(await store.buildIndex({ force: true }));
+      }
+      // Assess
+      const indexes = await hnswIndexes(backend.client(), name);
+      const top = await maxRid(backend.client(), name);
+      expect(indexes).toHaveLength(MAX_SEGMENTS);
+      expect(indexes.every((i) => i.partial)).toBe(true);
+      // Contiguous from 0 to the last row: no row left out, none indexed twice
+      expect(indexes[0]?.lo).toBe(0);
+      for (let i = 1; i < indexes.length; i++) {
+        expect(indexes[i]?.lo).toBe(indexes[i - 1]?.hi);
+      }
+      expect(indexes[indexes.length - 1]?.hi).toBe(top);
+      // The big first segment was never rebuilt: merges took the small pairs
+      expect(indexes[0]).toMatchObject({ lo: 0, hi: 800 });
+      expect(results.map((r) => r.segments)).toEqual([1, 2, 3, 4, 4, 4, 4]);
+      // The fifth build indexed its 100 rows and merged a pair of 100 (200 more)
+      expect(results[4]?.indexed).toBe(300);
+      await expectFindable(store, all);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store that has not seen a merge still finds every row (the merged index serves its narrower ranges)', async () => {
+    // Prepare: a reader that knows two segments, and a writer that then merges them away
+    const name = `ai4rag_seg_stale_${Date.now().toString(36)}`;
+    const writer = await open(name);
+    const all = chunks(0, 200);
+    await writer.addChunks(all.slice(0, 100));
+    await writer.buildIndex();
+    await writer.addChunks(all.slice(100));
+    await writer.buildIndex({ force: true });
+    const reader = await open(name);
+    try {
+      expect((await hnswIndexes(backend.client(), name)).map((i) => [i.lo, i.hi])).toEqual([
+        [0, 100],
+        [100, 200],
+      ]);
+      // Act: three larger segments → five → the two small ones merge, dropping both indexes the reader knows
+      for (let round = 0; round < 3; round++) {
+        const next = chunks(all.length, 300);
+        await writer.addChunks(next);
+        all.push(...next);
+        await writer.buildIndex({ force: true });
+      }
+      // Assess
+      const indexes = await hnswIndexes(backend.client(), name);
+      expect(indexes).toHaveLength(MAX_SEGMENTS);
+      expect(indexes[0]).toMatchObject({ lo: 0, hi: 200 });
+      await expectFindable(reader, all);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+
+  it('converts the full-table index of older versions into one segment, and drops what an interrupted merge left', async () => {
+    // Prepare: the index as versions before segments built it, and a leftover inside the future segment
+    const name = `ai4rag_seg_legacy_${Date.now().toString(36)}`;
+    const t = collectionTables(name.toLowerCase());
+    const setup = await open(name);
+    const all = chunks(0, 400);
+    await setup.addChunks(all);
+    await setup.close();
+    await backend
+      .client()
+      .query(`CREATE INDEX ${t.hnswIndex} ON ${t.table} USING hnsw (embedding vector_cosine_ops)`);
+    const store = await open(name);
+    try {
+      const before = await store.stats();
+      await expectFindable(store, all);
+      // Act
+      const converted = await store.buildIndex();
+      const top = await maxRid(backend.client(), name);
+      await backend.client().query(
+        `CREATE INDEX ${segmentName(t, 0, 100)} ON ${t.table} USING hnsw (embedding vector_cosine_ops)
+           WHERE (rid + 0) > 0 AND (rid + 0) <= 100`,
+      );
+      const cleaned = await store.buildIndex();
+      // Assess
+      expect(before.annIndex).toBe(true);
+      expect(converted).toMatchObject({
+        built: true,
+        reason: 'converted',
+        indexed: top,
+        segments: 1,
+      });
+      expect(cleaned).toMatchObject({ built: false, reason: 'exists', segments: 1 });
+      expect(await hnswIndexes(backend.client(), name)).toEqual([
+        { name: segmentName(t, 0, top).slice(1, -1), lo: 0, hi: top, partial: true },
+      ]);
+      await expectFindable(store, all);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -8,6 +8,8 @@
  * 2. Cost: on `--rows` synthetic chunks (the `--scale` corpus), the index build in rows/s against `--add` more
  *    rows inserted into the indexed table, and into the same table without an index; and the probe p50 at each
  *    ef_search against the exact scan.
+ * 3. Segments (the store's layout): insert rate after a partial index, and the probe p50 of one segment plus the
+ *    rows after it, then of two segments, each against the exact scan.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -51,8 +53,14 @@ async function insert(
   }
 }
 
-/** Top 10 ids and per-query milliseconds; `ef` 0 scans exactly. */
-async function topTen(pool: pg.Pool, table: string, queries: readonly number[][], ef: number) {
+/** Top 10 ids and per-query milliseconds; `ef` 0 scans exactly; `sql` (default: the whole table) takes $1. */
+async function topTen(
+  pool: pg.Pool,
+  table: string,
+  queries: readonly number[][],
+  ef: number,
+  sql = `SELECT i FROM ${table} ORDER BY e <=> $1::vector LIMIT 10`,
+) {
   const c = await pool.connect();
   const tops: number[][] = [];
   const ms: number[] = [];
@@ -63,10 +71,7 @@ async function topTen(pool: pg.Pool, table: string, queries: readonly number[][]
         ef === 0 ? 'SET LOCAL enable_indexscan = off' : `SET LOCAL hnsw.ef_search = ${ef}`,
       );
       const started = performance.now();
-      const res = await c.query<{ i: number }>(
-        `SELECT i FROM ${table} ORDER BY e <=> $1::vector LIMIT 10`,
-        [vectorLiteral(q)],
-      );
+      const res = await c.query<{ i: number }>(sql, [vectorLiteral(q)]);
       ms.push(performance.now() - started);
       await c.query('COMMIT');
       tops.push(res.rows.map((r) => r.i));
@@ -169,15 +174,86 @@ async function cost(pool: pg.Pool, rows: number, add: number): Promise<void> {
         `  insert ${indexed ? 'into the index    ' : 'without an index'} ${rate(add, performance.now() - started)} rows/s`,
       );
       const probes = indexed ? EF : [0];
+      const exact = indexed ? await topTen(pool, table, queries, 0) : undefined;
       for (const ef of probes) {
         const r = await topTen(pool, table, queries, ef);
+        const shared =
+          exact === undefined
+            ? ''
+            : ` (top 10 = exact: ${(100 * overlap(r.tops, exact.tops)).toFixed(1)} %)`;
         console.log(
-          `  probe p50 ${ef === 0 ? 'exact scan     ' : `ef_search ${String(ef).padEnd(4)} `} ${r.p50.toFixed(2)} ms`,
+          `  probe p50 ${ef === 0 ? 'exact scan     ' : `ef_search ${String(ef).padEnd(4)} `} ${r.p50.toFixed(2)} ms${shared}`,
         );
       }
     } finally {
       await pool.query(`DROP TABLE IF EXISTS ${table}`);
     }
+  }
+  await segments(pool, vecs, queries, rows, add);
+}
+
+/**
+ * The store's layout (`ann-index.ts`): a partial index over the first `rows` rows, `add` rows inserted after it
+ * (in no index), searched as the store does (each segment's top 10 through its index, the rest exactly through
+ * the primary key, the union ordered once); then the added rows indexed as a second segment. Probes at
+ * ef_search 200 (the store's floor) with their top-10 overlap against the exact scan.
+ */
+async function segments(
+  pool: pg.Pool,
+  vecs: readonly number[][],
+  queries: readonly number[][],
+  rows: number,
+  add: number,
+): Promise<void> {
+  const table = 'bench_hnsw_s';
+  const part = (where: string) =>
+    `(SELECT i, e <=> $1::vector AS d FROM ${table} WHERE ${where} ORDER BY e <=> $1::vector LIMIT 10)`;
+  const union = (parts: string[]) =>
+    `WITH u AS MATERIALIZED (${parts.join(' UNION ALL ')}) SELECT i FROM u ORDER BY d LIMIT 10`;
+  const rate = (n: number, ms: number) => Math.round(n / (ms / 1000)).toLocaleString('en-US');
+  await pool.query(`DROP TABLE IF EXISTS ${table}`);
+  await pool.query(`CREATE TABLE ${table} (i int PRIMARY KEY, e vector(${vecs[0]?.length}))`);
+  try {
+    await insert(pool, table, vecs, 0, rows);
+    await pool.query(`SET maintenance_work_mem = '256MB'`);
+    let started = performance.now();
+    await pool.query(`CREATE INDEX ON ${table} ${INDEX} WHERE (i + 0) >= 0 AND (i + 0) < ${rows}`);
+    const first = performance.now() - started;
+    started = performance.now();
+    await insert(pool, table, vecs, rows, rows + add);
+    console.log(
+      `  segments: insert after the segment ${rate(add, performance.now() - started)} rows/s (first segment built at ${rate(rows, first)} rows/s)`,
+    );
+    const exact = await topTen(pool, table, queries, 0);
+    const oneAndTail = await topTen(
+      pool,
+      table,
+      queries,
+      200,
+      union([part(`(i + 0) >= 0 AND (i + 0) < ${rows}`), part(`i >= ${rows}`)]),
+    );
+    started = performance.now();
+    await pool.query(
+      `CREATE INDEX ON ${table} ${INDEX} WHERE (i + 0) >= ${rows} AND (i + 0) < ${rows + add}`,
+    );
+    const second = performance.now() - started;
+    const two = await topTen(
+      pool,
+      table,
+      queries,
+      200,
+      union([
+        part(`(i + 0) >= 0 AND (i + 0) < ${rows}`),
+        part(`(i + 0) >= ${rows} AND (i + 0) < ${rows + add}`),
+        part(`i >= ${rows + add}`),
+      ]),
+    );
+    const pct = (r: { tops: number[][] }) => `${(100 * overlap(r.tops, exact.tops)).toFixed(1)} %`;
+    console.log(
+      `  segments: probe p50 one segment + ${add} rows scanned ${oneAndTail.p50.toFixed(2)} ms (top 10 = exact: ${pct(oneAndTail)}), two segments ${two.p50.toFixed(2)} ms (${pct(two)}; second built at ${rate(add, second)} rows/s), exact scan ${exact.p50.toFixed(2)} ms`,
+    );
+  } finally {
+    await pool.query(`DROP TABLE IF EXISTS ${table}`);
   }
 }
 

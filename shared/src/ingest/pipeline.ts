@@ -54,6 +54,13 @@ export interface IngestOptions {
    */
   buildIndex?: boolean;
   /**
+   * While ingesting, bring the ANN index up to date in the background each time this many more chunks are stored
+   * (0: only at the end). On pgvector each build indexes the rows stored since the last one as a new segment, so
+   * a search during a long ingest scans at most about this many rows exactly. Ignored with `buildIndex: false`.
+   * @default INGEST_INDEX_EVERY
+   */
+  indexEvery?: number;
+  /**
    * Staged writes in flight at once (1–8): each is its own version of its own documents, committed on its own, so
    * on a server store they run on separate connections (the HNSW insertions of an indexed collection on separate
    * server cores). Results keep the order of `docs` whatever the order writes finish in. @default 1
@@ -62,6 +69,12 @@ export interface IngestOptions {
   /** Chunks per staged write (documents are never split between writes). @default INGEST_BATCH_CHUNKS */
   batchChunks?: number;
 }
+
+/**
+ * Chunks stored between the index builds of a long ingest (see `IngestOptions.indexEvery`): an exact scan of this
+ * many rows costs about 16 ms (`npm run bench -- --hnsw`), what a search during the ingest may add.
+ */
+export const INGEST_INDEX_EVERY = 20_000;
 
 /** Most staged writes {@link ingestDocuments} keeps in flight at once. */
 export const MAX_INGEST_WRITERS = 8;
@@ -132,6 +145,10 @@ export async function ingestDocuments(
   if (!Number.isInteger(batchChunks) || batchChunks < 1) {
     throw new ValidationError(`batchChunks must be a positive integer, got ${batchChunks}`);
   }
+  const indexEvery = options.indexEvery ?? INGEST_INDEX_EVERY;
+  if (!Number.isInteger(indexEvery) || indexEvery < 0) {
+    throw new ValidationError(`indexEvery must be a whole number of chunks, got ${indexEvery}`);
+  }
   const key = indexingKey(options.chunking);
   const progress: IngestProgress = {
     documentsTotal: Array.isArray(docs) ? docs.length : 0,
@@ -183,7 +200,30 @@ export async function ingestDocuments(
     }));
     const outcome = await store.finishWrite(version, commits);
     progress.chunksStored += stored;
+    indexSoFar();
     return outcome;
+  };
+
+  // One background build at a time, started once `indexEvery` more chunks are stored; its failure only costs speed
+  // (reported like the final build's) and the next one, or the final build, tries again.
+  let building: Promise<void> | undefined;
+  let indexedAt = 0;
+  let indexError: string | undefined;
+  const indexSoFar = () => {
+    const build = store.buildIndex?.bind(store);
+    if (options.buildIndex === false || build === undefined || indexEvery === 0) return;
+    if (building !== undefined || progress.chunksStored - indexedAt < indexEvery) return;
+    indexedAt = progress.chunksStored;
+    building = build()
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          indexError = (error as Error).message;
+        },
+      )
+      .finally(() => {
+        building = undefined;
+      });
   };
 
   const report = (group: readonly Pending[], outcome: WriteOutcome) => {
@@ -276,8 +316,9 @@ export async function ingestDocuments(
     }
     await flush();
   } finally {
-    // Never leave a write running behind the caller's back, whatever failed.
+    // Never leave a write or a build running behind the caller's back, whatever failed.
     await Promise.all([...inFlight]);
+    await building;
   }
   if (writeError !== undefined) throw writeError.error;
   options.onProgress?.({ ...progress });
@@ -337,12 +378,12 @@ export async function ingestDocuments(
     }
   }
   let index: IndexBuildResult | undefined;
-  let indexError: string | undefined;
   if (options.buildIndex !== false && store.buildIndex && progress.chunksStored > 0) {
     // Every document is committed already: a failed build (a lock timeout) costs only speed; searches scan exactly.
     try {
       const r = await store.buildIndex();
       if (r.built) index = r;
+      indexError = undefined;
     } catch (error) {
       indexError = (error as Error).message;
     }

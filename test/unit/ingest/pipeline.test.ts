@@ -268,4 +268,73 @@ describe('ingestDocuments and the ANN index', () => {
       await store.close();
     }
   });
+
+  it('brings the index up to date during a long ingestion, in the background every indexEvery chunks', async () => {
+    // Prepare: 60 one-line chunks in writes of about 10, a build every 20 stored chunks
+    const { openPglite } = await import('../../../shared/src/vectorstores/sql-client.js');
+    const { PgVectorStore } = await import(
+      '../../../shared/src/vectorstores/pgvector/pgvector-store.js'
+    );
+    const { createHashEmbedder } = await import('../vectorstores/fake-embedder.js');
+    const store = await PgVectorStore.create({
+      client: await openPglite({}),
+      embedder: createHashEmbedder(),
+      collectionName: 'ai4rag_pipeline_index_every',
+      annMinRows: 0,
+      ownsClient: true,
+    });
+    const docs = Array.from({ length: 12 }, (_, d) =>
+      doc(`d${d}.txt`, Array.from({ length: 5 }, (_, l) => `doc ${d} line ${l}`).join('\n')),
+    );
+    const storedAtBuild: number[] = [];
+    const build = store.buildIndex.bind(store);
+    store.buildIndex = async (o) => {
+      storedAtBuild.push((await store.stats()).chunks);
+      return build(o);
+    };
+    try {
+      // Act
+      const summary = await ingestDocuments(docs, {
+        store,
+        chunking,
+        chunk: byLine,
+        batchChunks: 10,
+        indexEvery: 20,
+      });
+      // Assess: at least one build while writing (after 20 chunks, before the last), then the final one
+      expect(summary.chunksStored).toBe(60);
+      expect(summary.indexError).toBeUndefined();
+      expect(storedAtBuild.length).toBeGreaterThanOrEqual(2);
+      expect(storedAtBuild[0]).toBeGreaterThanOrEqual(20);
+      expect(storedAtBuild[0]).toBeLessThan(60);
+      const hits = await store.search('doc 7 line 3', { k: 1, searchMode: 'vector' });
+      expect(hits[0]?.text).toBe('doc 7 line 3');
+      expect((await store.stats()).annIndex).toBe(true);
+      // 0 builds only at the end; buildIndex: false never
+      storedAtBuild.length = 0;
+      const more = docs.map((d) => doc(d.key.replace('d', 'e'), d.text));
+      await ingestDocuments(more.slice(0, 6), {
+        store,
+        chunking,
+        chunk: byLine,
+        batchChunks: 10,
+        indexEvery: 0,
+      });
+      expect(storedAtBuild).toHaveLength(1);
+      storedAtBuild.length = 0;
+      await ingestDocuments(more.slice(6), {
+        store,
+        chunking,
+        chunk: byLine,
+        batchChunks: 10,
+        buildIndex: false,
+      });
+      expect(storedAtBuild).toHaveLength(0);
+      await expect(
+        ingestDocuments(docs, { store, chunking, chunk: byLine, indexEvery: -1 }),
+      ).rejects.toThrow('indexEvery must be a whole number of chunks, got -1');
+    } finally {
+      await store.close();
+    }
+  });
 });

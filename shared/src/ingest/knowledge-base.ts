@@ -712,6 +712,13 @@ export interface EmbedBatchResult {
 export type IndexOutcome = IndexBuildResult | { built: false; error: string };
 
 /**
+ * Most rows the index step after one commit puts into HNSW graphs: about 25 s of building (an 80,000-row segment took
+ * 21.6 s with 256 MB of `maintenance_work_mem`, `npm run bench -- --scale`), well inside embed-batch's 5 minutes.
+ * Newer rows wait for the next commit; a larger merge or conversion is left to `ai4rag index`.
+ */
+export const COMMIT_INDEX_ROWS = 100_000;
+
+/**
  * Builds the collection's ANN index once it is large enough, here at ingest time and never inside a search: the
  * store decides (its threshold; `exists` costs two small queries once built), builds concurrently on a server with
  * a lock timeout and one builder per collection (a concurrent commit gets `being built by another session`). A
@@ -723,7 +730,7 @@ export type IndexOutcome = IndexBuildResult | { built: false; error: string };
 export async function ensureIndex(store: VectorStore): Promise<IndexOutcome | undefined> {
   if (store.buildIndex === undefined) return undefined;
   try {
-    return await store.buildIndex();
+    return await store.buildIndex({ maxRows: COMMIT_INDEX_ROWS });
   } catch (error) {
     return { built: false, error: (error as Error).message };
   }

@@ -150,6 +150,12 @@ export interface BuildIndexOptions {
    * @default '256MB'
    */
   memory?: string;
+  /**
+   * Most rows one call puts into ANN graphs (pgvector segments): newer rows beyond it wait for the next call, a
+   * merge or a conversion beyond it is left for a call without the bound (`ai4rag index`). For callers with a
+   * deadline, such as a Lambda function. @default unbounded
+   */
+  maxRows?: number;
 }
 
 /** What {@link VectorStore.buildIndex} did. */

@@ -276,6 +276,58 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     }
   });
 
+  it('puts at most maxRows rows into graphs per call: the oldest of the tail first, merges and conversions beyond it left for later', async () => {
+    // Prepare
+    const name = `ai4rag_seg_budget_${Date.now().toString(36)}`;
+    const t = collectionTables(name.toLowerCase());
+    const store = await open(name);
+    const all = chunks(0, 700);
+    try {
+      await store.addChunks(all.slice(0, 500));
+      // Act: a budget of 200 rows a call
+      const first = await store.buildIndex({ maxRows: 200 });
+      const second = await store.buildIndex({ maxRows: 200, force: true });
+      const afterTwo = await hnswIndexes(backend.client(), name);
+      await expectFindable(store, all.slice(0, 500));
+      const third = await store.buildIndex({ maxRows: 200, force: true });
+      await store.addChunks(all.slice(500));
+      const fourth = await store.buildIndex({ maxRows: 150, force: true });
+      const fifth = await store.buildIndex({ maxRows: 150, force: true });
+      const bad = store.buildIndex({ maxRows: 0 }).then(
+        () => 'built',
+        (error: Error) => error.message,
+      );
+      // Assess
+      expect(first).toMatchObject({ built: true, indexed: 200, segments: 1 });
+      expect(second).toMatchObject({ built: true, indexed: 200, segments: 2 });
+      // Contiguous, 200 rows each, the oldest rows first
+      expect(afterTwo[0]?.lo).toBe(0);
+      expect(afterTwo[1]?.lo).toBe(afterTwo[0]?.hi);
+      for (const seg of afterTwo) {
+        const n = await backend
+          .client()
+          .query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM ${t.table} WHERE rid > $1 AND rid <= $2`,
+            [seg.lo, seg.hi],
+          );
+        expect(n.rows[0]?.n).toBe(200);
+      }
+      expect(third).toMatchObject({ built: true, indexed: 100, segments: 3 });
+      expect(fourth).toMatchObject({ built: true, indexed: 150, segments: 4 });
+      // The fifth segment (the last 50 rows) fits, the merge it calls for (150 + 50 rows more) does not: five kept
+      expect(fifth).toMatchObject({ built: true, indexed: 50, segments: 5 });
+      const indexes = await hnswIndexes(backend.client(), name);
+      expect(indexes).toHaveLength(5);
+      expect(indexes[0]?.name).toBe(afterTwo[0]?.name);
+      await expectFindable(store, all);
+      expect(await bad).toMatch(/maxRows must be an integer in \[1, /);
+      // Without the bound, the merge happens
+      expect(await store.buildIndex()).toMatchObject({ segments: MAX_SEGMENTS });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('converts the full-table index of older versions into one segment, and drops what an interrupted merge left', async () => {
     // Prepare: the index as versions before segments built it, and a leftover inside the future segment
     const name = `ai4rag_seg_legacy_${Date.now().toString(36)}`;
@@ -291,7 +343,9 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     try {
       const before = await store.stats();
       await expectFindable(store, all);
-      // Act
+      // Act: a budget below the collection's size leaves the full-table index alone, then no budget converts it
+      const budgeted = await store.buildIndex({ maxRows: 100 });
+      const legacyKept = (await hnswIndexes(backend.client(), name)).map((i) => i.partial);
       const converted = await store.buildIndex();
       const top = await maxRid(backend.client(), name);
       await backend.client().query(
@@ -301,6 +355,11 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       const cleaned = await store.buildIndex();
       // Assess
       expect(before.annIndex).toBe(true);
+      expect(budgeted).toMatchObject({ built: false, segments: 0 });
+      expect(budgeted.reason).toMatch(
+        /^exists; the full-table index .* "ai4rag index" converts it/,
+      );
+      expect(legacyKept).toEqual([false]);
       expect(converted).toMatchObject({
         built: true,
         reason: 'converted',

@@ -223,7 +223,8 @@ export const MAX_SEGMENTS = 4;
 
 /** What one builder's turn did. */
 interface BuildOutcome {
-  reason: 'built' | 'converted' | 'exists' | 'no rows to index';
+  /** `built`, `converted`, `exists`, `no rows to index`, or `exists; …` naming what the budget left. */
+  reason: string;
   /** Rows put into HNSW graphs (new segment, conversion, merges). */
   indexed: number;
 }
@@ -232,14 +233,15 @@ interface BuildOutcome {
  * One builder's turn, on `c` (its own session, holding the collection's index lock, or PGlite's connection):
  * drops what a failed build left, converts a legacy full-table index, indexes the rows after the last segment as a
  * new one (always the first time; then once they reach {@link SEGMENT_MIN_ROWS}, or with `force`), and merges
- * down to {@link MAX_SEGMENTS}. Each index is built before the ones it replaces are dropped, so every row stays
- * searchable, and rows the indexes do not cover are scanned exactly.
+ * down to {@link MAX_SEGMENTS}, putting at most `maxRows` rows into graphs. Each index is built before the ones it
+ * replaces are dropped, so every row stays searchable, and rows the indexes do not cover are scanned exactly.
  */
 async function buildSegments(
   ctx: StoreContext,
   c: SqlClient,
   concurrently: boolean,
   force: boolean,
+  maxRows: number,
 ): Promise<BuildOutcome> {
   const cc = concurrently ? 'CONCURRENTLY ' : '';
   const drop = (name: string) => c.query(`DROP INDEX ${cc}IF EXISTS ${name}`);
@@ -262,7 +264,13 @@ async function buildSegments(
   const max = Number(found.rows[0]?.max ?? 0);
   const tail = Number(found.rows[0]?.tail ?? 0);
   let outcome: BuildOutcome = { reason: 'exists', indexed: 0 };
-  if (cat.legacy === 'valid') {
+  if (cat.legacy === 'valid' && max > maxRows) {
+    // Too large for this call's budget: the full-table index keeps serving (and being updated by inserts).
+    outcome = {
+      reason: `exists; the full-table index of an older version covers ${max} rows, more than this build's ${maxRows}: "ai4rag index" converts it to segments`,
+      indexed: 0,
+    };
+  } else if (cat.legacy === 'valid') {
     // A full-table index makes every insert update its graph: replaced by one segment over the same rows.
     for (const s of segments) await drop(s.name);
     segments.length = 0;
@@ -273,9 +281,21 @@ async function buildSegments(
     await drop(ctx.t.hnswIndex);
     outcome = { reason: 'converted', indexed: max };
   } else if (tail > 0 && (segments.length === 0 || force || tail >= SEGMENT_MIN_ROWS)) {
-    await create(last, max);
-    segments.push({ lo: last, hi: max, name: segmentName(ctx.t, last, max), rows: tail });
-    outcome = { reason: 'built', indexed: tail };
+    // Within the budget: the oldest `maxRows` rows of the tail (the rest wait for the next call).
+    let hi = max;
+    let rows = tail;
+    if (tail > maxRows) {
+      // (The alias is not `rid`: ORDER BY would then sort the text.)
+      const at = await c.query<{ at: string }>(
+        `SELECT rid::text AS at FROM ${ctx.t.table} WHERE rid > $1 ORDER BY rid OFFSET $2 LIMIT 1`,
+        [last, maxRows - 1],
+      );
+      hi = Number(at.rows[0]?.at ?? max);
+      rows = maxRows;
+    }
+    await create(last, hi);
+    segments.push({ lo: last, hi, name: segmentName(ctx.t, last, hi), rows });
+    outcome = { reason: 'built', indexed: rows };
   } else if (segments.length === 0) {
     outcome = { reason: 'no rows to index', indexed: 0 };
   }
@@ -288,6 +308,7 @@ async function buildSegments(
     }
     const a = segments[at] as AnnSegment;
     const b = segments[at + 1] as AnnSegment;
+    if (outcome.indexed + a.rows + b.rows > maxRows) break;
     await create(a.lo, b.hi);
     await drop(a.name);
     await drop(b.name);
@@ -324,6 +345,13 @@ export async function buildIndex(
     3_600_000,
     true,
   );
+  const maxRows = checkNumber(
+    'maxRows',
+    options.maxRows ?? Number.MAX_SAFE_INTEGER,
+    1,
+    Number.MAX_SAFE_INTEGER,
+    true,
+  );
   const done = (
     built: boolean,
     rows: number,
@@ -352,7 +380,7 @@ export async function buildIndex(
   let outcome: BuildOutcome | 'busy';
   if (ctx.pglite || ctx.client.session === undefined) {
     outcome = await ctx.exclusive(() =>
-      ctx.run('build index', () => buildSegments(ctx, ctx.client, false, force)),
+      ctx.run('build index', () => buildSegments(ctx, ctx.client, false, force, maxRows)),
     );
   } else {
     outcome = await ctx.run('build index', () =>
@@ -366,7 +394,7 @@ export async function buildIndex(
           [`${ctx.t.key}:index`],
         );
         if (lock.rows[0]?.ok !== true) return 'busy' as const;
-        return buildSegments(ctx, c, true, force);
+        return buildSegments(ctx, c, true, force, maxRows);
       }),
     );
   }

@@ -438,6 +438,20 @@ export async function runScale(argv: readonly string[]): Promise<void> {
               `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %; exact scan p50 ${f(exactTiming.p50, 2)} ms (index ×${f(exactTiming.p50 / t('keyword').p50, 1)} faster)` +
               `  process peak RSS ${f(peakRssBytes() / 2 ** 20, 0)} MiB`,
           );
+          if ((built.segments ?? 0) > 1) {
+            // Side by side: the same vector queries once the segments are merged into one index.
+            const merged = await store.buildIndex({ merge: true });
+            const one = await timeSearch(
+              (q) => store.search(q, { k: 10, searchMode: 'vector' }),
+              client,
+              queries,
+              1,
+              (q) => embedder.embedQuery(q),
+            );
+            console.log(
+              `scale  ${row.store.padEnd(10)} ${String(chunks).padStart(8)} chunks  vector p50 ${f(t('vector').p50, 2)} ms with ${built.segments} segments, ${f(one.p50, 2)} ms (p95 ${f(one.p95, 2)}) once merged into one (merge ${f(merged.seconds, 2)} s, ${merged.indexed} rows)`,
+            );
+          }
         }
       } finally {
         await exact.close();

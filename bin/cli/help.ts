@@ -149,7 +149,12 @@ export const OPTION_HELP: Readonly<Record<string, OptionHelp>> = {
     text: "an experiment's pattern.json: its retrieval and generation settings over its index",
   },
   // index / check
-  force: { text: 'rebuild the index even when one exists or the collection is small' },
+  force: {
+    text: 'build below the 20,000-chunk threshold, and index the newest chunks however few',
+  },
+  merge: {
+    text: 'merge every HNSW segment into one (rebuilds the whole index: fastest probes after a bulk load)',
+  },
   repair: {
     text: 'fix what the check finds (orphaned chunks, abandoned writes, mismatched records)',
   },
@@ -391,12 +396,17 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
   },
   index: {
     summary: "build the collection's ANN (HNSW) index now",
-    usage: 'index [--force] [options]',
+    usage: 'index [--force] [--merge] [options]',
     description:
-      'Ingest builds it at its end once the collection has 20,000 chunks; concurrently on PostgreSQL.',
-    groups: [['Collection', [...COLLECTION, 'force', 'memory']]],
+      'Ingest does it every 20,000 chunks and at its end once the collection has 20,000; concurrently on PostgreSQL. ' +
+      'Chunks added since the last build become a new segment (from 5,000); beyond four segments the smallest neighbours merge.',
+    groups: [['Collection', [...COLLECTION, 'force', 'merge', 'memory']]],
     globals: ALL_GLOBALS,
-    examples: ['ai4rag index --force', 'ai4rag index --store pgvector --memory 4GB'],
+    examples: [
+      'ai4rag index --force',
+      'ai4rag index --store pgvector --memory 4GB',
+      'ai4rag index --store pgvector --merge',
+    ],
   },
   check: {
     summary: "verify a collection's integrity (exit 0 clean, 1 problems left)",

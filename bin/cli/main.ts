@@ -148,7 +148,12 @@ export const COMMAND_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   documents: { ...COLLECTION_OPTIONS, yes: { type: 'boolean' } },
   collections: { yes: { type: 'boolean' } },
   stats: COLLECTION_OPTIONS,
-  index: { ...COLLECTION_OPTIONS, force: { type: 'boolean' }, memory: { type: 'string' } },
+  index: {
+    ...COLLECTION_OPTIONS,
+    force: { type: 'boolean' },
+    merge: { type: 'boolean' },
+    memory: { type: 'string' },
+  },
   check: { ...COLLECTION_OPTIONS, repair: { type: 'boolean' } },
   score: SCORE_OPTIONS,
   experiment: EXPERIMENT_OPTIONS,
@@ -1005,6 +1010,7 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
       }
       const r = await store.buildIndex({
         force: flag(p, 'force'),
+        merge: flag(p, 'merge'),
         ...(memory !== undefined && { memory }),
       });
       if (flag(p, 'json')) io.out(jsonLine({ collection: store.collectionName, ...r }));
@@ -1018,7 +1024,8 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
 
 /** One line on an index build: how many chunks it indexed, of how many, and the segments it left. */
 function describeBuild(r: IndexBuildResult): string {
-  const what = r.reason === 'converted' ? 'converted to segments' : 'built';
+  const what =
+    r.reason === 'converted' ? 'converted to segments' : r.reason === 'merged' ? 'merged' : 'built';
   const segments = r.segments === undefined ? '' : `, ${r.segments} segment(s)`;
   return `HNSW index ${what}: ${r.indexed ?? r.rows} of ${r.rows} chunks indexed in ${r.seconds}s${segments}`;
 }

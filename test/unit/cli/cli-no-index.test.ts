@@ -55,4 +55,39 @@ describe('ai4rag ingest --no-index', () => {
     expect(b.chunksEmbedded).toBe(a.chunksEmbedded);
     expect(b.index).toBeUndefined();
   });
+
+  it('ai4rag index --force builds a segment, a second --force the newest chunks, --merge --force one segment of all', async () => {
+    // Prepare: a collection of two documents, then a third added
+    const data = join(dir, 'data-merge');
+    const run = async (args: string[]) => {
+      const c = capture();
+      const code = await main([...args, '--data-dir', data, '--collection', 'ai4rag_m'], c.io);
+      return { code, out: c.out, err: c.err };
+    };
+    expect((await run(['ingest', dir, '--no-index'])).code).toBe(0);
+    // Act
+    const first = await run(['index', '--force', '--json']);
+    await writeFile(join(dir, 'c.md'), '# Ships\n\nThe ship Borealis carries 90 cars.\n');
+    expect((await run(['ingest', dir, '--no-index'])).code).toBe(0);
+    const second = await run(['index', '--force']);
+    const merged = await run(['index', '--merge', '--force']);
+    const again = await run(['index', '--merge', '--force']);
+    // Assess
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.out.at(-1) as string)).toMatchObject({
+      collection: 'ai4rag_m',
+      built: true,
+      reason: 'built',
+      rows: 2,
+      indexed: 2,
+      segments: 1,
+    });
+    expect(second.out.at(-1)).toMatch(
+      /^ai4rag_m: HNSW index built: 1 of 3 chunks indexed in [\d.]+s, 2 segment\(s\)$/,
+    );
+    expect(merged.out.at(-1)).toMatch(
+      /^ai4rag_m: HNSW index merged: 3 of 3 chunks indexed in [\d.]+s, 1 segment\(s\)$/,
+    );
+    expect(again.out.at(-1)).toBe('ai4rag_m: no index built — exists');
+  });
 });

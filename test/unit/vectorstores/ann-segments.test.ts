@@ -238,6 +238,22 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       // The fifth build indexed its 100 rows and merged a pair of 100 (200 more)
       expect(results[4]?.indexed).toBe(300);
       await expectFindable(store, all);
+      // merge: every segment (and any newer rows) rebuilt as one
+      const extra = chunks(all.length, 30);
+      await store.addChunks(extra);
+      all.push(...extra);
+      const merged = await store.buildIndex({ merge: true });
+      const top2 = await maxRid(backend.client(), name);
+      expect(merged).toMatchObject({
+        built: true,
+        reason: 'merged',
+        indexed: all.length,
+        segments: 1,
+      });
+      expect((await hnswIndexes(backend.client(), name)).map((i) => [i.lo, i.hi])).toEqual([
+        [0, top2],
+      ]);
+      await expectFindable(store, all);
     } finally {
       await store.close();
     }

@@ -223,7 +223,7 @@ export const MAX_SEGMENTS = 4;
 
 /** What one builder's turn did. */
 interface BuildOutcome {
-  /** `built`, `converted`, `exists`, `no rows to index`, or `exists; …` naming what the budget left. */
+  /** `built`, `merged`, `converted`, `exists`, `no rows to index`, or `exists; …` naming what the budget left. */
   reason: string;
   /** Rows put into HNSW graphs (new segment, conversion, merges). */
   indexed: number;
@@ -242,6 +242,7 @@ async function buildSegments(
   concurrently: boolean,
   force: boolean,
   maxRows: number,
+  merge: boolean,
 ): Promise<BuildOutcome> {
   const cc = concurrently ? 'CONCURRENTLY ' : '';
   const drop = (name: string) => c.query(`DROP INDEX ${cc}IF EXISTS ${name}`);
@@ -264,7 +265,24 @@ async function buildSegments(
   const max = Number(found.rows[0]?.max ?? 0);
   const tail = Number(found.rows[0]?.tail ?? 0);
   let outcome: BuildOutcome = { reason: 'exists', indexed: 0 };
-  if (cat.legacy === 'valid' && max > maxRows) {
+  const total = segments.reduce((sum, seg) => sum + seg.rows, 0) + tail;
+  if (
+    merge &&
+    cat.legacy !== 'valid' &&
+    segments.length + (tail > 0 ? 1 : 0) > 1 &&
+    total <= maxRows
+  ) {
+    // Everything, the newest rows included, as one segment built once; then the parts are dropped.
+    await create(0, max);
+    for (const seg of segments) await drop(seg.name);
+    segments.splice(0, segments.length, {
+      lo: 0,
+      hi: max,
+      name: segmentName(ctx.t, 0, max),
+      rows: total,
+    });
+    outcome = { reason: 'merged', indexed: total };
+  } else if (cat.legacy === 'valid' && max > maxRows) {
     // Too large for this call's budget: the full-table index keeps serving (and being updated by inserts).
     outcome = {
       reason: `exists; the full-table index of an older version covers ${max} rows, more than this build's ${maxRows}: "ai4rag index" converts it to segments`,
@@ -380,7 +398,9 @@ export async function buildIndex(
   let outcome: BuildOutcome | 'busy';
   if (ctx.pglite || ctx.client.session === undefined) {
     outcome = await ctx.exclusive(() =>
-      ctx.run('build index', () => buildSegments(ctx, ctx.client, false, force, maxRows)),
+      ctx.run('build index', () =>
+        buildSegments(ctx, ctx.client, false, force, maxRows, options.merge === true),
+      ),
     );
   } else {
     outcome = await ctx.run('build index', () =>
@@ -394,13 +414,13 @@ export async function buildIndex(
           [`${ctx.t.key}:index`],
         );
         if (lock.rows[0]?.ok !== true) return 'busy' as const;
-        return buildSegments(ctx, c, true, force, maxRows);
+        return buildSegments(ctx, c, true, force, maxRows, options.merge === true);
       }),
     );
   }
   await ctx.run('check index', () => readAnnState(ctx.client, ctx.t, state));
   if (outcome === 'busy') return done(false, rows, 'being built by another session');
-  const built = outcome.reason === 'built' || outcome.reason === 'converted';
+  const built = ['built', 'converted', 'merged'].includes(outcome.reason);
   const result = done(built, rows, outcome.reason, outcome.indexed);
   if (built) {
     ctx.logger(

@@ -1,7 +1,13 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
-import { MAX_SEGMENTS, segmentName } from '../../../shared/src/vectorstores/pgvector/ann-index.js';
+import {
+  coverOf,
+  MAX_SEGMENTS,
+  parseSegmentName,
+  segmentName,
+  wantsSegment,
+} from '../../../shared/src/vectorstores/pgvector/ann-index.js';
 import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
 import {
   dropPgCollection,
@@ -76,6 +82,45 @@ async function maxRid(client: SqlClient, name: string): Promise<number> {
   );
   return Number(res.rows[0]?.max);
 }
+
+describe('segment policy (pure)', () => {
+  it('makes a new segment the first time, then from 5,000 rows and 1/16 of the indexed rows, or when forced', () => {
+    expect(wantsSegment(1, 0, 0, false)).toBe(true);
+    expect(wantsSegment(0, 0, 0, true)).toBe(false);
+    expect(wantsSegment(4_999, 20_000, 1, false)).toBe(false);
+    expect(wantsSegment(5_000, 20_000, 1, false)).toBe(true);
+    expect(wantsSegment(62_499, 1_000_000, 1, false)).toBe(false);
+    expect(wantsSegment(62_500, 1_000_000, 1, false)).toBe(true);
+    expect(wantsSegment(1, 1_000_000, 3, true)).toBe(true);
+  });
+
+  it('names a segment by its bounds in base 36 and reads back only names it wrote', () => {
+    const t = collectionTables('ai4rag_a_rather_long_collection_name_for_names');
+    const name = segmentName(t, 20_000, 1_000_000).slice(1, -1);
+    expect(name).toBe(`${t.hnswSegmentPrefix}ffk_lfls`);
+    expect(name.length).toBeLessThanOrEqual(63);
+    expect(segmentName(t, 2 ** 53 - 2, 2 ** 53 - 1).length - 2).toBeLessThanOrEqual(63);
+    expect(parseSegmentName(t, name)).toEqual({ lo: 20_000, hi: 1_000_000 });
+    for (const bad of [
+      `${t.hnswSegmentPrefix}0ffk_lfls`,
+      `${t.hnswSegmentPrefix}lfls_ffk`,
+      `${t.hnswSegmentPrefix}ffk`,
+      'other_h0_1',
+    ]) {
+      expect(parseSegmentName(t, bad)).toBeUndefined();
+    }
+  });
+
+  it('covers rows with non-overlapping segments, the widest first where a merge left its parts', () => {
+    const seg = (lo: number, hi: number) => ({ lo, hi, name: `"s${lo}_${hi}"`, rows: hi - lo });
+    expect(
+      coverOf([seg(0, 300), seg(0, 100), seg(100, 300), seg(300, 400)]).map((s) => [s.lo, s.hi]),
+    ).toEqual([
+      [0, 300],
+      [300, 400],
+    ]);
+  });
+});
 
 const pgConfig = await probePgServer(2000);
 interface Backend {

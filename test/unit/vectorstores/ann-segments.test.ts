@@ -42,16 +42,36 @@ function chunks(from: number, count: number): AI4RAGChunk[] {
   });
 }
 
-/** Each probed chunk is its own query's first vector hit. */
-async function expectFindable(store: PgVectorStore, all: AI4RAGChunk[]): Promise<void> {
+/**
+ * Each probed chunk is its own query's first vector hit: a sample, the last chunk, and the rows on both sides of
+ * every segment bound in the catalogue (the first and last rid of each range, and the first row after them).
+ */
+async function expectFindable(
+  store: PgVectorStore,
+  all: AI4RAGChunk[],
+  client: SqlClient,
+): Promise<void> {
+  const byId = new Map(all.map((c) => [c.id, c]));
+  const probes = new Set<AI4RAGChunk>();
   const step = Math.max(1, Math.floor(all.length / 12));
-  for (let i = 0; i < all.length; i += step) {
-    const c = all[i] as AI4RAGChunk;
-    const hits = await store.search(c.text, { k: 3, searchMode: 'vector' });
-    expect(hits[0]?.id, `query ${i}`).toBe(c.id);
+  for (let i = 0; i < all.length; i += step) probes.add(all[i] as AI4RAGChunk);
+  probes.add(all[all.length - 1] as AI4RAGChunk);
+  const table = `"${store.collectionName.toLowerCase()}"`;
+  const bounds = (await hnswIndexes(client, store.collectionName)).flatMap((i) =>
+    i.partial ? [(i.lo as number) + 1, i.hi as number, (i.hi as number) + 1] : [],
+  );
+  const edge = await client.query<{ id: string }>(
+    `SELECT id FROM ${table} WHERE rid = ANY($1::bigint[])`,
+    [bounds],
+  );
+  for (const r of edge.rows) {
+    const c = byId.get(r.id);
+    if (c !== undefined) probes.add(c);
   }
-  const last = all[all.length - 1] as AI4RAGChunk;
-  expect((await store.search(last.text, { k: 3, searchMode: 'vector' }))[0]?.id).toBe(last.id);
+  for (const c of probes) {
+    const hits = await store.search(c.text, { k: 3, searchMode: 'vector' });
+    expect(hits[0]?.id, `query ${c.id}`).toBe(c.id);
+  }
 }
 
 /** The collection's HNSW indexes: name and the predicate's row-id range. */
@@ -174,7 +194,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       await store.addChunks(second);
       const small = await store.buildIndex();
       const beforeSecond = await hnswIndexes(backend.client(), name);
-      await expectFindable(store, [...first, ...second]);
+      await expectFindable(store, [...first, ...second], backend.client());
       const forced = await store.buildIndex({ force: true });
       // Assess
       const top = await maxRid(backend.client(), name);
@@ -196,7 +216,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
         { lo: 600, hi: top },
       ]);
       expect((await store.stats()).annIndex).toBe(true);
-      await expectFindable(store, [...first, ...second]);
+      await expectFindable(store, [...first, ...second], backend.client());
       // Filtered search reads every segment and the tail too
       const third = chunks(1000, 50);
       await store.addChunks(third);
@@ -282,7 +302,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       expect(results.map((r) => r.segments)).toEqual([1, 2, 3, 4, 4, 4, 4]);
       // The fifth build indexed its 100 rows and merged a pair of 100 (200 more)
       expect(results[4]?.indexed).toBe(300);
-      await expectFindable(store, all);
+      await expectFindable(store, all, backend.client());
       // merge: every segment (and any newer rows) rebuilt as one
       const extra = chunks(all.length, 30);
       await store.addChunks(extra);
@@ -298,7 +318,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       expect((await hnswIndexes(backend.client(), name)).map((i) => [i.lo, i.hi])).toEqual([
         [0, top2],
       ]);
-      await expectFindable(store, all);
+      await expectFindable(store, all, backend.client());
     } finally {
       await store.close();
     }
@@ -330,7 +350,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       const indexes = await hnswIndexes(backend.client(), name);
       expect(indexes).toHaveLength(MAX_SEGMENTS);
       expect(indexes[0]).toMatchObject({ lo: 0, hi: 200 });
-      await expectFindable(reader, all);
+      await expectFindable(reader, all, backend.client());
     } finally {
       await reader.close();
       await writer.close();
@@ -349,7 +369,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       const first = await store.buildIndex({ maxRows: 200 });
       const second = await store.buildIndex({ maxRows: 200, force: true });
       const afterTwo = await hnswIndexes(backend.client(), name);
-      await expectFindable(store, all.slice(0, 500));
+      await expectFindable(store, all.slice(0, 500), backend.client());
       const third = await store.buildIndex({ maxRows: 200, force: true });
       await store.addChunks(all.slice(500));
       const fourth = await store.buildIndex({ maxRows: 150, force: true });
@@ -380,7 +400,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       const indexes = await hnswIndexes(backend.client(), name);
       expect(indexes).toHaveLength(5);
       expect(indexes[0]?.name).toBe(afterTwo[0]?.name);
-      await expectFindable(store, all);
+      await expectFindable(store, all, backend.client());
       expect(await bad).toMatch(/maxRows must be an integer in \[1, /);
       // Without the bound, the merge happens
       expect(await store.buildIndex()).toMatchObject({ segments: MAX_SEGMENTS });
@@ -403,7 +423,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     const store = await open(name);
     try {
       const before = await store.stats();
-      await expectFindable(store, all);
+      await expectFindable(store, all, backend.client());
       // Act: a budget below the collection's size leaves the full-table index alone, then no budget converts it
       const budgeted = await store.buildIndex({ maxRows: 100 });
       const legacyKept = (await hnswIndexes(backend.client(), name)).map((i) => i.partial);
@@ -431,9 +451,75 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       expect(await hnswIndexes(backend.client(), name)).toEqual([
         { name: segmentName(t, 0, top).slice(1, -1), lo: 0, hi: top, partial: true },
       ]);
-      await expectFindable(store, all);
+      await expectFindable(store, all, backend.client());
     } finally {
       await store.close();
     }
   });
 });
+
+describe.skipIf(pgConfig === undefined)(
+  'HNSW segments under concurrent writers (PostgreSQL server)',
+  () => {
+    it('loses no row: two writers add chunks while builds run concurrently, and every chunk is its own first hit', async () => {
+      // Prepare
+      const name = `ai4rag_seg_race_${Date.now().toString(36)}`;
+      const backend = backends[1] as Backend;
+      created.push([backend, name]);
+      const open = () =>
+        PgVectorStore.create({
+          client: backend.client(),
+          embedder,
+          collectionName: name,
+          annMinRows: 0,
+        });
+      const [a, b, builder] = [await open(), await open(), await open()];
+      const all: AI4RAGChunk[] = [];
+      try {
+        await a.addChunks(chunks(0, 300));
+        all.push(...chunks(0, 300));
+        await builder.buildIndex();
+        let writing = true;
+        const writer = async (store: PgVectorStore, from: number) => {
+          for (let i = 0; i < 12; i++) {
+            const next = chunks(from + i * 40, 40);
+            await store.addChunks(next);
+            all.push(...next);
+          }
+        };
+        // Act: builds back to back (each a CREATE INDEX CONCURRENTLY, merges included) while both write
+        const builds: string[] = [];
+        const building = (async () => {
+          while (writing) builds.push((await builder.buildIndex({ force: true })).reason);
+        })();
+        await Promise.all([writer(a, 1000), writer(b, 5000)]);
+        writing = false;
+        await building;
+        await builder.buildIndex({ force: true });
+        // Assess: the segments tile every row, and each chunk is found through them
+        const indexes = await hnswIndexes(backend.client(), name);
+        const top = await maxRid(backend.client(), name);
+        expect(indexes[0]?.lo).toBe(0);
+        for (let i = 1; i < indexes.length; i++) expect(indexes[i]?.lo).toBe(indexes[i - 1]?.hi);
+        expect(indexes[indexes.length - 1]?.hi).toBe(top);
+        expect(indexes.length).toBeLessThanOrEqual(MAX_SEGMENTS);
+        expect(builds.filter((r) => r === 'built').length).toBeGreaterThanOrEqual(1);
+        const reader = await open();
+        try {
+          expect((await reader.stats()).chunks).toBe(all.length);
+          for (let i = 0; i < all.length; i += 1) {
+            const c = all[i] as AI4RAGChunk;
+            const hits = await reader.search(c.text, { k: 2, searchMode: 'vector' });
+            expect(hits[0]?.id, `chunk ${c.id}`).toBe(c.id);
+          }
+        } finally {
+          await reader.close();
+        }
+      } finally {
+        await a.close();
+        await b.close();
+        await builder.close();
+      }
+    }, 120_000);
+  },
+);

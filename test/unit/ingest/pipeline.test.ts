@@ -227,21 +227,26 @@ describe('ingestDocuments', () => {
   });
 });
 
+/** A pgvector store on an in-memory PGlite (loaded on first use), building its index from `annMinRows` rows. */
+async function pgliteStore(collectionName: string, annMinRows: number) {
+  const { openPglite } = await import('../../../shared/src/vectorstores/sql-client.js');
+  const { PgVectorStore } = await import(
+    '../../../shared/src/vectorstores/pgvector/pgvector-store.js'
+  );
+  const { createHashEmbedder } = await import('../vectorstores/fake-embedder.js');
+  return PgVectorStore.create({
+    client: await openPglite({}),
+    embedder: createHashEmbedder(),
+    collectionName,
+    annMinRows,
+    ownsClient: true,
+  });
+}
+
 describe('ingestDocuments and the ANN index', () => {
   it('builds the index at the end of an ingestion that reaches the threshold, once', async () => {
     // Prepare
-    const { openPglite } = await import('../../../shared/src/vectorstores/sql-client.js');
-    const { PgVectorStore } = await import(
-      '../../../shared/src/vectorstores/pgvector/pgvector-store.js'
-    );
-    const { createHashEmbedder } = await import('../vectorstores/fake-embedder.js');
-    const store = await PgVectorStore.create({
-      client: await openPglite({}),
-      embedder: createHashEmbedder(),
-      collectionName: 'ai4rag_pipeline_index',
-      annMinRows: 5,
-      ownsClient: true,
-    });
+    const store = await pgliteStore('ai4rag_pipeline_index', 5);
     try {
       const small = await ingestDocuments([doc('a.txt', 'one\ntwo')], {
         store,
@@ -271,18 +276,7 @@ describe('ingestDocuments and the ANN index', () => {
 
   it('brings the index up to date during a long ingestion, in the background every indexEvery chunks', async () => {
     // Prepare: 60 one-line chunks in writes of about 10, a build every 20 stored chunks
-    const { openPglite } = await import('../../../shared/src/vectorstores/sql-client.js');
-    const { PgVectorStore } = await import(
-      '../../../shared/src/vectorstores/pgvector/pgvector-store.js'
-    );
-    const { createHashEmbedder } = await import('../vectorstores/fake-embedder.js');
-    const store = await PgVectorStore.create({
-      client: await openPglite({}),
-      embedder: createHashEmbedder(),
-      collectionName: 'ai4rag_pipeline_index_every',
-      annMinRows: 0,
-      ownsClient: true,
-    });
+    const store = await pgliteStore('ai4rag_pipeline_index_every', 0);
     const docs = Array.from({ length: 12 }, (_, d) =>
       doc(`d${d}.txt`, Array.from({ length: 5 }, (_, l) => `doc ${d} line ${l}`).join('\n')),
     );

@@ -227,6 +227,11 @@ export interface CollectionStats {
   embeddingModel: string;
   /** Whether an ANN index serves vector search (false: exact scan). */
   annIndex: boolean;
+  /**
+   * HNSW segments a vector search probes (pgvector; 0 with none or with an older full-table index). More than one
+   * costs a probe each: `buildIndex({ merge: true })` (`ai4rag index --merge`) makes them one.
+   */
+  annSegments?: number;
 }
 
 /**

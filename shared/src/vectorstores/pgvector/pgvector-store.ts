@@ -436,6 +436,7 @@ export class PgVectorStore implements VectorStore {
       distance: this.distance,
       embeddingModel: this.embedder.modelId,
       annIndex: this.ann.valid,
+      annSegments: this.ann.segments.length,
     };
   }
 

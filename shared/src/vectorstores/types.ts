@@ -171,7 +171,10 @@ export interface IndexBuildResult {
   seconds: number;
   /** Why it did not build (`exists`, `below threshold …`, `dimension …`), or how it built. */
   reason: string;
-  /** Rows this call put into ANN graphs (pgvector: a new segment, merges, a conversion). */
+  /**
+   * Rows this call put into ANN graphs (pgvector: a new segment, merges, a conversion). Rows of segments built
+   * earlier are the catalogue's estimate (`reltuples`), so a merge's count can be off by a few.
+   */
   indexed?: number;
   /** ANN index segments after the call (pgvector). */
   segments?: number;

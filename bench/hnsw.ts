@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { ENV } from '../shared/src/config.js';
 import { createOfflineEmbedder } from '../shared/src/embeddings/local.js';
-import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
+import { pgConnection, pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { vectorLiteral } from '../shared/src/vectorstores/pgvector/search.js';
 import { startPostgres } from './postgres.js';
 import { documents, zipfSampler } from './scale.js';
@@ -268,11 +268,7 @@ export async function runHnsw(argv: readonly string[]): Promise<void> {
   }
   const cfg = pgVectorConfigFromEnv({ ...ENV, ...server.env });
   const pool = new pg.Pool({
-    host: cfg.host,
-    port: cfg.port,
-    database: cfg.database,
-    user: cfg.user,
-    ...(cfg.password !== undefined && { password: cfg.password }),
+    ...pgConnection(cfg),
     max: 2,
   });
   try {

@@ -43,7 +43,7 @@ import { loadBenchmark } from '../shared/src/evaluation/benchmark.js';
 import { ingestDocuments } from '../shared/src/ingest/pipeline.js';
 import { DEFAULT_OPTIMIZER, OPTIMIZER_NAMES } from '../shared/src/optimizer/optimizers.js';
 import { parseScoreTable, simulateOptimizer } from '../shared/src/optimizer/simulate.js';
-import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
+import { pgConnection, pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
 import type { SearchParams } from '../shared/src/vectorstores/types.js';
@@ -186,11 +186,7 @@ async function main(): Promise<void> {
       label: `PostgreSQL ${cfg.host}:${cfg.port}`,
       open: async () => {
         const pool = new pg.Pool({
-          host: cfg.host,
-          port: cfg.port,
-          database: cfg.database,
-          user: cfg.user,
-          ...(cfg.password !== undefined && { password: cfg.password }),
+          ...pgConnection(cfg),
           max: 4,
         });
         pools.push(pool);

@@ -31,7 +31,7 @@ import { evaluateRetrieval } from '../shared/src/evaluation/eval-retrieval.js';
 import { ingestDocuments } from '../shared/src/ingest/pipeline.js';
 import { peakRssBytes } from '../shared/src/util/peak-rss.js';
 import { mulberry32 } from '../shared/src/util/random.js';
-import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
+import { pgConnection, pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
 import { recording, type SearchTiming, timeSearch } from './measure.js';
@@ -330,11 +330,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
       open: async () =>
         fromPgPool(
           new pg.Pool({
-            host: cfg.host,
-            port: cfg.port,
-            database: cfg.database,
-            user: cfg.user,
-            ...(cfg.password !== undefined && { password: cfg.password }),
+            ...pgConnection(cfg),
             max: 4,
           }),
           { ownsPool: true },

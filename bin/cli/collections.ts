@@ -10,7 +10,7 @@ import pg from 'pg';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { NotFoundError, ValidationError } from '../../shared/src/errors.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
-import { pgVectorConfigFromEnv } from '../../shared/src/vectorstores/config.js';
+import { pgConnection, pgVectorConfigFromEnv } from '../../shared/src/vectorstores/config.js';
 import {
   auxiliaryName,
   quoteIdent,
@@ -72,11 +72,7 @@ async function openSql(p: Parsed): Promise<SqlClient> {
   if (kind === 'pgvector') {
     const config = pgVectorConfigFromEnv(ENV);
     const pool = new pg.Pool({
-      host: config.host,
-      port: config.port,
-      database: config.database,
-      user: config.user,
-      ...(config.password !== undefined && { password: config.password }),
+      ...pgConnection(config),
       max: 1,
       connectionTimeoutMillis: 10_000,
     });

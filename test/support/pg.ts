@@ -1,6 +1,7 @@
 import pg from 'pg';
 import {
   type PgVectorConfig,
+  pgConnection,
   pgVectorConfigFromEnv,
 } from '../../shared/src/vectorstores/config.js';
 
@@ -27,11 +28,5 @@ export async function probePgServer(timeoutMs = 2000): Promise<PgVectorConfig | 
 
 /** `pg` connection options for a {@link PgVectorConfig}. */
 export function clientOptions(config: PgVectorConfig): pg.ClientConfig {
-  return {
-    host: config.host,
-    port: config.port,
-    database: config.database,
-    user: config.user,
-    ...(config.password !== undefined ? { password: config.password } : {}),
-  };
+  return pgConnection(config);
 }

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { Embedder } from '../embeddings/types.js';
 import { ValidationError } from '../errors.js';
-import { pgVectorConfigFromEnv } from '../vectorstores/config.js';
+import { pgConnection, pgVectorConfigFromEnv } from '../vectorstores/config.js';
 import { milvusConfigFromEnv } from '../vectorstores/milvus/config.js';
 import { PgVectorStore } from '../vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../vectorstores/sql-client.js';
@@ -64,11 +64,7 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
     case 'pgvector': {
       const config = pgVectorConfigFromEnv(options.env ?? {});
       const pool = new pg.Pool({
-        host: config.host,
-        port: config.port,
-        database: config.database,
-        user: config.user,
-        ...(config.password !== undefined && { password: config.password }),
+        ...pgConnection(config),
         max: config.poolMaxSize,
         connectionTimeoutMillis: 10_000,
         keepAlive: true,

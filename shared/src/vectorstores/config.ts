@@ -73,3 +73,20 @@ export function pgVectorConfigFromEnv(env: Record<string, string | undefined>): 
   if (password !== undefined) input.password = password;
   return parsePgVectorConfig(input);
 }
+
+/** The connection part of `pg`'s client or pool options for a {@link PgVectorConfig} (no password when unset). */
+export function pgConnection(config: PgVectorConfig): {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  password?: string;
+} {
+  return {
+    host: config.host,
+    port: config.port,
+    database: config.database,
+    user: config.user,
+    ...(config.password !== undefined && { password: config.password }),
+  };
+}

@@ -461,6 +461,53 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
 describe.skipIf(pgConfig === undefined)(
   'HNSW segments under concurrent writers (PostgreSQL server)',
   () => {
+    it('drops the invalid index a failed concurrent build left under a segment name, and builds that segment again', async () => {
+      // Prepare: a concurrent build that fails half way leaves an invalid index behind (as a killed builder does).
+      // A unique index over duplicate values fails that way deterministically; it takes the name of the next segment.
+      const name = `ai4rag_seg_invalid_${Date.now().toString(36)}`;
+      const backend = backends[1] as Backend;
+      created.push([backend, name]);
+      const t = collectionTables(name.toLowerCase());
+      const store = await PgVectorStore.create({
+        client: backend.client(),
+        embedder,
+        collectionName: name,
+        annMinRows: 0,
+      });
+      try {
+        const all = chunks(0, 200);
+        await store.addChunks(all);
+        const top = await maxRid(backend.client(), name);
+        const failed = await backend
+          .client()
+          .query(
+            `CREATE UNIQUE INDEX CONCURRENTLY ${segmentName(t, 0, top)} ON ${t.table} (document_id)`,
+          )
+          .then(
+            () => 'created',
+            (error: Error) => error.message,
+          );
+        const left = await backend
+          .client()
+          .query<{ valid: boolean }>(
+            'SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)',
+            [segmentName(t, 0, top).slice(1, -1)],
+          );
+        // Act
+        const built = await store.buildIndex();
+        // Assess
+        expect(failed).toMatch(/could not create unique index/);
+        expect(left.rows).toEqual([{ valid: false }]);
+        expect(built).toMatchObject({ built: true, reason: 'built', segments: 1 });
+        expect(await hnswIndexes(backend.client(), name)).toEqual([
+          { name: segmentName(t, 0, top).slice(1, -1), lo: 0, hi: top, partial: true },
+        ]);
+        await expectFindable(store, all, backend.client());
+      } finally {
+        await store.close();
+      }
+    });
+
     it('loses no row: two writers add chunks while builds run concurrently, and every chunk is its own first hit', async () => {
       // Prepare
       const name = `ai4rag_seg_race_${Date.now().toString(36)}`;

@@ -31,14 +31,22 @@ import { createHashEmbedder } from './fake-embedder.js';
  */
 const embedder = createHashEmbedder({ dimension: 64 });
 
+/**
+ * Chunks whose hash embeddings are spread out: 24 seeded pseudo-random words each, beside a word of their own. With
+ * only four words (a few non-zero components, many exact distance ties) HNSW leaves a node unreachable now and then,
+ * in a plain single build too (checked against a copy of the rows indexed by plain `CREATE INDEX`): graph
+ * degeneracy, not a lost row.
+ */
 function chunks(from: number, count: number): AI4RAGChunk[] {
   return Array.from({ length: count }, (_, j) => {
     const i = from + j;
-    return makeChunk(
-      `doc${i % 40}`,
-      i,
-      `w${i} x${(i * 31) % 2003} y${(i * 17) % 1999} z${(i * 7) % 1993}`,
-    );
+    let x = (i + 1) * 2654435761;
+    const words = [`w${i}`];
+    for (let k = 0; k < 24; k++) {
+      x = (Math.imul(x ^ (x >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0;
+      words.push(`t${x % 5000}`);
+    }
+    return makeChunk(`doc${i % 40}`, i, words.join(' '));
   });
 }
 

@@ -36,6 +36,14 @@ const COPY_COLUMNS = [
   'version',
 ] as const;
 
+/** Attempts of one batch when other writers insert the same rows at the same time (see {@link upsert}). */
+const MAX_BATCH_ATTEMPTS = 5;
+/** Outcomes retried: a unique violation (COPY met a row inserted meanwhile), a deadlock, a {@link WriteConflict}. */
+const RETRIED_STATES = new Set(['23505', '40P01', 'conflict']);
+
+/** Rows this batch took for new were inserted by another writer meanwhile: the transaction is rolled back. */
+class WriteConflict extends Error {}
+
 /** Sparse BM25 weights: ascending term ids and their values. */
 interface SortedWeights {
   indices: number[];
@@ -94,20 +102,28 @@ export async function upsert(
   const serialize = ctx.pglite ? ctx.exclusive : <T>(fn: () => Promise<T>) => fn();
   for (let i = 0; i < unique.length; i += UPSERT_BATCH_SIZE) {
     const batch = unique.slice(i, i + UPSERT_BATCH_SIZE);
-    const attempt = () =>
-      ctx.run('upsert', () =>
-        ctx.client.transaction((tx) => upsertBatch(ctx, tx, batch, version, true)),
-      );
     await serialize(async () => {
-      try {
-        await attempt();
-      } catch (error: unknown) {
-        // Another delivery of the same staged batch inserted some of these rows first (binary COPY cannot skip
-        // conflicts): once more, where they are found and updated in place.
-        if (sqlState((error as { cause?: unknown }).cause) !== '23505') throw error;
-        await ctx.run('upsert', () =>
-          ctx.client.transaction((tx) => upsertBatch(ctx, tx, batch, version, false)),
-        );
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await ctx.run('upsert', () =>
+            ctx.client.transaction((tx) => upsertBatch(ctx, tx, batch, version, attempt === 1)),
+          );
+          return;
+        } catch (error: unknown) {
+          // Another writer inserted some of these rows after this batch looked for them (binary COPY cannot skip
+          // a conflict, and the INSERT skips it rather than count it twice), or two writers' inserts deadlocked:
+          // nothing of this batch was committed, so it runs again, finding those rows and updating them in place.
+          const cause = (error as { cause?: unknown }).cause;
+          const code = cause instanceof WriteConflict ? 'conflict' : sqlState(cause);
+          if (!RETRIED_STATES.has(code ?? '') || attempt >= MAX_BATCH_ATTEMPTS) {
+            if (cause instanceof WriteConflict) {
+              throw new VectorStoreError(
+                `upsert failed on collection ${ctx.collectionName}: other writers kept writing the same chunk ids (${MAX_BATCH_ATTEMPTS} attempts); nothing of this batch was written`,
+              );
+            }
+            throw error;
+          }
+        }
       }
     });
   }
@@ -126,11 +142,20 @@ async function upsertBatch(
   allowCopy: boolean,
 ): Promise<void> {
   if (version !== '') await holdWrite(ctx, tx, version);
+  // The table's write lock before the avgdl is read: a re-weighting (SHARE lock) has then either committed, and
+  // its avgdl is read here, or waits for this batch and re-weights its rows too.
+  await tx.query(`LOCK TABLE ${ctx.t.table} IN ROW EXCLUSIVE MODE`);
   // Read without a lock: the counts only seed avgdl; their changes go to the append-only log.
-  const reg = await lockRegistry(tx, ctx.t, ctx.collectionName, false);
+  let reg = await lockRegistry(tx, ctx.t, ctx.collectionName, false);
+  // The first writes of a collection fix its avgdl: one at a time, so all weigh their rows with the same one.
+  if (reg.bm25_avgdl_weighted === null || reg.bm25_avgdl_weighted <= 0) {
+    reg = await lockRegistry(tx, ctx.t, ctx.collectionName, true);
+  }
   const ids = batch.map((r) => r.chunk.id);
+  // Row-locked (in id order), so that no other writer changes or deletes them before this batch commits: the
+  // statistics change logged below is then exactly what the batch did to them.
   const existing = await tx.query<{ id: string; content: string }>(
-    `SELECT id, content FROM ${ctx.t.table} WHERE version = $2 AND id = ANY($1::text[])`,
+    `SELECT id, content FROM ${ctx.t.table} WHERE version = $2 AND id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
     [ids, version],
   );
   const old = new Map(existing.rows.map((r) => [r.id, r.content]));
@@ -201,14 +226,16 @@ async function upsertBatch(
   if (pick.length > 0) {
     const at = <T>(f: (r: EmbeddedChunk, i: number) => T) =>
       pick.map((i) => f(batch[i] as EmbeddedChunk, i));
-    await tx.query(
+    const written = await tx.query<{ one: number }>(
       `INSERT INTO ${ctx.t.table} (id, document_id, sequence_number, content, metadata, embedding, bm25, token_count, version)
          SELECT u.id, u.doc, u.seq, u.content, u.meta::jsonb, u.emb::vector, u.bm::sparsevec, u.tc, $9
          FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int4[])
            AS u(id, doc, seq, content, meta, emb, bm, tc)
          ON CONFLICT (id, version) DO UPDATE SET document_id = EXCLUDED.document_id,
            sequence_number = EXCLUDED.sequence_number, content = EXCLUDED.content, metadata = EXCLUDED.metadata,
-           embedding = EXCLUDED.embedding, bm25 = EXCLUDED.bm25, token_count = EXCLUDED.token_count`,
+           embedding = EXCLUDED.embedding, bm25 = EXCLUDED.bm25, token_count = EXCLUDED.token_count
+           WHERE ${ctx.t.table}.id = ANY($10::text[])
+         RETURNING 1 AS one`,
       [
         at((r) => r.chunk.id),
         at((r) => r.chunk.metadata.document_id),
@@ -219,8 +246,12 @@ async function upsertBatch(
         at((_, i) => sortedLiteral(weights[i] as SortedWeights)),
         at((_, i) => (analyzed[i] as { dl: number }).dl),
         version,
+        [...old.keys()],
       ],
     );
+    // A row this batch took for new but another writer inserted meanwhile is neither inserted nor updated here
+    // (it was not counted, and is not locked): roll back and run the batch again.
+    if (written.rows.length !== pick.length) throw new WriteConflict();
   }
   await logDf(tx, ctx.t, ctx.useCopy, dfDelta, added, tokenDelta);
   if (reg.bm25_avgdl_weighted === null || reg.bm25_avgdl_weighted <= 0) {

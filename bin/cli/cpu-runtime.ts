@@ -127,7 +127,11 @@ export function workersOption(value: string | undefined, flag = '--workers'): nu
   return Number(value);
 }
 
-/** A pool of `workers` threads (default one per core), or none for 0. */
-export function poolFor(workers: number | undefined): CpuPool | undefined {
-  return workers === 0 ? undefined : createCpuPool(workers === undefined ? {} : { size: workers });
+/** A pool of `workers` threads (default one per core), or none for 0; `keepWarm` for a server (see CpuPoolOptions). */
+export function poolFor(
+  workers: number | undefined,
+  options: { keepWarm?: boolean } = {},
+): CpuPool | undefined {
+  if (workers === 0) return undefined;
+  return createCpuPool({ ...(workers !== undefined && { size: workers }), ...options });
 }

@@ -270,7 +270,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     wrapSqlClient: yieldingClient,
   });
   // Before anything takes the runtime's models: the queues, the handlers and the web app all get the pooled ones.
-  const pool = poolFor(options.workers);
+  const pool = poolFor(options.workers, { keepWarm: true });
   if (pool !== undefined) usePool(runtime, pool);
   await bindLocalQueues(runtime);
   const prices = parsePricesEnv(options.env ?? {});
@@ -484,6 +484,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     void handled.finally(() => inflight.delete(handled));
   });
   try {
+    // Threads loading their modules share the cores with the first requests: started before the port opens.
+    await pool?.warm();
     await new Promise<void>((resolveListen, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', () => resolveListen());

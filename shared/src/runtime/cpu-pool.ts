@@ -39,6 +39,11 @@ export interface CpuPoolOptions {
   size?: number;
   /** Worker module (tests); it must default-export a task runner like `runCpuTask`. @default the tasks module */
   filename?: string;
+  /**
+   * Keep every thread running, never stopped when idle (a server: a burst after a quiet minute would otherwise wait
+   * for threads to start again). @default false: threads start on demand and stop after a minute idle
+   */
+  keepWarm?: boolean;
 }
 
 /** A running pool. */
@@ -50,6 +55,11 @@ export interface CpuPool {
    * {@link PoolClosedError} once closed.
    */
   run(task: CpuTask, signal?: AbortSignal): Promise<CpuTaskResult & { ok: true }>;
+  /**
+   * Starts every thread and resolves once each has loaded the tasks and run one: a server calls it before it
+   * listens, so the first requests do not share the cores with threads loading their modules (~0.5 s each).
+   */
+  warm(): Promise<void>;
   /** Stops every worker (tasks still queued are rejected). Idempotent. */
   close(): Promise<void>;
 }
@@ -80,7 +90,8 @@ function rebuild(error: TaskError): Error {
 }
 
 /**
- * Starts a pool of `size` worker threads (started on demand, kept while busy).
+ * Starts a pool of `size` worker threads (started on demand and stopped after a minute idle, or with `keepWarm` kept
+ * running).
  * @throws {RangeError} when `size` is not an integer ≥ 1.
  * @example const pool = createCpuPool({ size: 2 }); … await pool.close();
  */
@@ -91,13 +102,13 @@ export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
   }
   const piscina = new Piscina<CpuTask, CpuTaskResult>({
     filename: options.filename ?? defaultWorkerFile(),
-    minThreads: 0,
+    minThreads: options.keepWarm === true ? size : 0,
     maxThreads: size,
     // Workers stay up between bursts of requests (starting one loads the TypeScript sources: ~0.5 s).
     idleTimeout: 60_000,
   });
   let closed: Promise<void> | undefined;
-  return {
+  const pool: CpuPool = {
     size,
     async run(task, signal) {
       if (closed !== undefined) throw new PoolClosedError();
@@ -116,12 +127,28 @@ export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
       if (!answer.ok) throw rebuild(answer.error);
       return answer;
     },
+    async warm() {
+      // One task per thread at once: every thread starts (the pool adds threads while tasks queue) and runs one.
+      await Promise.all(
+        Array.from({ length: size }, () =>
+          pool.run({ kind: 'embed', model: 'local', texts: ['warm up'] }),
+        ),
+      );
+      // A task can finish on a thread that started first before the last thread is ready: wait for that one too.
+      for (let i = 0; i < WARM_POLLS && piscina.idleThreads < size; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
     close() {
       closed ??= piscina.destroy();
       return closed;
     },
   };
+  return pool;
 }
+
+/** 20 ms polls {@link CpuPool.warm} waits at most for the last thread to start (10 s). */
+const WARM_POLLS = 500;
 
 /** Texts per task when a batch is split across workers (smaller slices cost more in messages than they gain). */
 const MIN_SLICE = 64;

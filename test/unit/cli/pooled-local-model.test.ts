@@ -44,6 +44,7 @@ function recording(pool: CpuPool): { pool: CpuPool; chats: Extract<CpuTask, { ki
         if (task.kind === 'chat') chats.push(task);
         return pool.run(task, signal);
       },
+      warm: () => pool.warm(),
       close: () => pool.close(),
     },
   };

@@ -11,6 +11,7 @@ import { buildTermStats } from '../../../shared/src/generation/term-stats.js';
 import {
   type CpuPool,
   createCpuPool,
+  PoolClosedError,
   PooledEmbedder,
   PooledExtractiveModel,
   type TermCounts,
@@ -20,6 +21,7 @@ import { analyze } from '../../../shared/src/text/analyzer.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const CRASH_WORKER = join(ROOT, 'test', 'fixtures', 'runtime', 'crash-worker.mjs');
+const SLOW_START_WORKER = join(ROOT, 'test', 'fixtures', 'runtime', 'slow-start-worker.mjs');
 
 /** The bytes of vectors as float64: equal bytes mean equal vectors, bit for bit. */
 function bytes(vectors: number[][]): Buffer {
@@ -164,6 +166,31 @@ describe('createCpuPool', () => {
     expect(() => createCpuPool({ size: 0 })).toThrow(
       new RangeError('worker pool size must be an integer ≥ 1, got 0'),
     );
+  });
+
+  it('warm() resolves only once every thread has started, and they stay up for the tasks after', async () => {
+    // Prepare: threads that take 300 ms to start and report when they became ready
+    const pool = createCpuPool({ size: 2, filename: SLOW_START_WORKER, keepWarm: true });
+    try {
+      // Act
+      await pool.warm();
+      const warmedAt = Date.now();
+      const answers = await Promise.all(
+        [1, 2].map(() => pool.run({ kind: 'embed', model: 'local', texts: ['x'] })),
+      );
+      // Assess: two threads answered, both ready before warm() resolved
+      const [a, b] = answers.map((r) => (r.kind === 'embed' ? Array.from(r.vectors) : []));
+      expect(new Set([a?.[0], b?.[0]]).size).toBe(2);
+      expect(Math.max(a?.[1] ?? Infinity, b?.[1] ?? Infinity)).toBeLessThanOrEqual(warmedAt);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('warm() on a closed pool rejects with PoolClosedError', async () => {
+    const pool = createCpuPool({ size: 1 });
+    await pool.close();
+    await expect(pool.warm()).rejects.toBeInstanceOf(PoolClosedError);
   });
 
   it('fails the task of a worker that dies with WorkerCrashError, then runs the next task', async () => {

@@ -610,9 +610,12 @@ export function runVectorStoreContract(
         undefined,
         name,
       );
-      // Assess
-      await expect(otherDim).rejects.toThrow(/dimension|8/);
-      await expect(otherModel).rejects.toThrow(/other/);
+      // Assess: both at once, so neither rejection waits unhandled while the other is awaited (on a server the
+      // two opens run concurrently and either can settle first)
+      await Promise.all([
+        expect(otherDim).rejects.toThrow(/dimension|8/),
+        expect(otherModel).rejects.toThrow(/other/),
+      ]);
       const same = await open(createHashEmbedder({ dimension: 8 }), undefined, name);
       expect((await same.stats()).chunks).toBe(2);
     });

@@ -24,6 +24,8 @@ export interface OpenStoreOptions {
   logger?: (message: string) => void;
   /** Create the collection when missing (false for readers: a missing collection is a NotFoundError). @default true */
   createIfMissing?: boolean;
+  /** pglite / pgvector: postings read per query term by a keyword search (0: the exact scan). @default 1000 */
+  keywordDepth?: number;
 }
 
 /** Closes the client when the store cannot be opened (an open PGlite would keep the process alive). */
@@ -54,12 +56,13 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
     ...(options.distance && { distance: options.distance }),
     ...(options.logger && { logger: options.logger }),
   };
+  const depth = options.keywordDepth === undefined ? {} : { keywordDepth: options.keywordDepth };
   switch (options.kind) {
     case 'pglite': {
       const client = await openPglite(
         options.dataDir === undefined ? {} : { dataDir: join(options.dataDir, 'pglite') },
       );
-      return createOrClose(client, () => PgVectorStore.create({ client, ...common }));
+      return createOrClose(client, () => PgVectorStore.create({ client, ...common, ...depth }));
     }
     case 'pgvector': {
       const config = pgVectorConfigFromEnv(options.env ?? {});
@@ -70,7 +73,7 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
         keepAlive: true,
       });
       const client = fromPgPool(pool, { ownsPool: true });
-      return createOrClose(client, () => PgVectorStore.create({ client, ...common }));
+      return createOrClose(client, () => PgVectorStore.create({ client, ...common, ...depth }));
     }
     case 'milvus': {
       // The store builds, owns and closes its client from the config (MILVUS_URI, MILVUS_TOKEN, MILVUS_SERVER_CERT).

@@ -7,14 +7,50 @@
  * A keyword search reads the `depth` highest-weighted postings of each query term (an index range scan whose cost
  * does not grow with the collection), sums the partial scores per chunk, and rescores the best candidates exactly
  * from their `bm25` column. The query also returns a bound on what any chunk it did not rescore can score (see
- * {@link keywordQuery}): when the k-th hit beats it, the top k is exactly the exact scan's; otherwise the store reads
- * deeper once, and past that a chunk outside every term's top postings can be missed (measured by
- * `npm run bench -- --scale`, which reports the top-10 overlap with the exact scan).
+ * {@link keywordQuery}): when the k-th hit beats it, the top k is exactly the exact scan's. Otherwise the store
+ * reads once more, deeper ({@link deeperDepth}: a fixed budget of postings shared among the cut lists), without the
+ * bound, and keeps the better of the two reads; a chunk outside every term's top postings can then be missed
+ * (measured by `npm run bench -- --scale`, which reports the top-10 overlap with the exact scan). When the first
+ * read cannot plausibly prove anything ({@link firstReadMayProve}) the store goes straight to the deeper one.
  */
 import { auxiliaryName, quoteIdent } from '../naming.js';
 
 /** Postings read per query term by default (see the module comment; measured in `bench/scale.ts`). */
 export const DEFAULT_KEYWORD_DEPTH = 1000;
+
+/**
+ * Postings the deeper read may take in all, in units of the first read's depth: its depth per cut list (a term
+ * with more postings than the first read took) is this budget shared among the cut lists, between 2 and
+ * {@link DEEPER_MAX} times the first depth. A query's cost is then bounded whatever its length, and a short query
+ * reads deeper. Measured at 1M chunks in `npm run bench -- --scale` (README, "One million chunks").
+ */
+export const DEEPER_BUDGET = 64;
+/** The deeper read's largest depth per list, in units of the first read's depth. */
+export const DEEPER_MAX = 16;
+/** A list longer than this many times the first read's depth makes that read's bound loose (see below). */
+export const LONG_LIST = 4;
+
+/**
+ * Whether the first read (bounded, `depth` postings a list) may prove its top k: not when two or more of the
+ * query's lists (`lengths`, the terms' df) are over {@link LONG_LIST} times `depth`. The bound is then the sum of
+ * two or more near-top impacts, which the k-th hit does not reach: at 1M chunks (`--scale` corpus) no query's first
+ * read proved its top 10, and skipping it took 4 ms off the keyword p50 (README, "One million chunks").
+ * @example firstReadMayProve(1000, [900, 5000, 3000]) // true
+ * @example firstReadMayProve(1000, [4001, 5000, 30]) // false
+ */
+export function firstReadMayProve(depth: number, lengths: readonly number[]): boolean {
+  return lengths.filter((n) => n > LONG_LIST * depth).length < 2;
+}
+
+/**
+ * Depth per list of the deeper read after a first read at `depth` that cut `cut` lists (see {@link DEEPER_BUDGET}).
+ * @example deeperDepth(1000, 3) // 16000
+ * @example deeperDepth(1000, 5) // 12800
+ */
+export function deeperDepth(depth: number, cut: number): number {
+  const share = Math.floor((DEEPER_BUDGET * depth) / Math.max(1, cut));
+  return Math.min(DEEPER_MAX * depth, Math.max(2 * depth, share));
+}
 
 /** Quoted names of a collection's keyword-index objects. */
 export interface KeywordIndexNames {
@@ -165,4 +201,24 @@ export function keywordQuery(n: KeywordIndexNames, visible: string, extra: strin
       (SELECT CASE WHEN count(*) >= $4 THEN min(s) ELSE 0 END FROM cand),
       (SELECT count(*)::int FROM cand), 2
     ORDER BY part, score DESC, id`;
+}
+
+/**
+ * {@link keywordQuery} without the bound: the same candidates and rescoring, with the postings read once into the
+ * aggregate (no materialized CTE scanned a second time). For a deeper read whose result is used whether or not it is
+ * proven exact. Parameters `$1`–`$6` (and the filter's from `$7`) as there; rows are the hits best first.
+ */
+export function keywordQueryUnbounded(
+  n: KeywordIndexNames,
+  visible: string,
+  extra: string,
+): string {
+  const t = n.table;
+  return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
+    cand AS (SELECT p.rid, sum(q.qw * p.w) AS s FROM q CROSS JOIN LATERAL (
+      SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3) p
+      GROUP BY p.rid ORDER BY sum(q.qw * p.w) DESC, p.rid LIMIT $4)
+    SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
+      FROM cand JOIN ${t} ON ${t}.rid = cand.rid WHERE ${visible} ${extra}
+      ORDER BY score DESC, ${t}.id LIMIT $6`;
 }

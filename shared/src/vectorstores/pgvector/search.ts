@@ -14,7 +14,12 @@ import type { DistanceMetric, SearchHit } from '../types.js';
 import { segmentPredicate } from './ann-index.js';
 import { bm25Idf, sparseLiteral, termFrequencies } from './bm25.js';
 import { queryStatistics } from './bm25-refresh.js';
-import { keywordQuery } from './keyword-index.js';
+import {
+  deeperDepth,
+  firstReadMayProve,
+  keywordQuery,
+  keywordQueryUnbounded,
+} from './keyword-index.js';
 import type { CollectionTables } from './names.js';
 import type { StoreContext } from './store-context.js';
 
@@ -155,8 +160,9 @@ export async function vectorSearch(
 
 /**
  * Keyword search through the postings index (`keyword-index.ts`): the top `limit` when the query's bound proves
- * it exact, else once more four times deeper, else the best found (a chunk outside every term's top postings can
- * be missed). Undefined when the candidates hold fewer than `limit` visible matches while more may exist (a
+ * it exact, else the best of that read and one deeper read (`deeperDepth` postings a cut list, `listLengths` being
+ * the terms' df; a chunk outside every term's top postings can be missed). The first read is skipped when it cannot
+ * plausibly prove its result (`firstReadMayProve`) and no filter is given. Undefined when the candidates hold fewer than `limit` visible matches while more may exist (a
  * selective filter, staged rows, a cut list): the caller then scans exactly, so the result is complete.
  */
 export async function indexedKeywordSearch(
@@ -164,6 +170,7 @@ export async function indexedKeywordSearch(
   weights: ReadonlyMap<number, number>,
   limit: number,
   filter: FilterNode | undefined,
+  listLengths: ReadonlyMap<number, number>,
 ): Promise<ScoredRow[] | undefined> {
   const terms = [...weights.keys()];
   const query = sparseLiteral(weights);
@@ -195,11 +202,38 @@ export async function indexedKeywordSearch(
     return { rows, complete, exact: complete || (kth !== undefined && kth >= bound) };
   };
   const base = filter === undefined ? Math.max(200, 4 * limit) : Math.max(1000, 20 * limit);
-  let found = await attempt(c.keywordDepth, base);
-  if (!found.exact && found.rows.length >= limit) {
-    found = await attempt(c.keywordDepth * 4, base * 2);
+  const lengths = terms.map((t) => listLengths.get(t) ?? 0);
+  let found: Awaited<ReturnType<typeof attempt>> | undefined;
+  // A filter keeps the first read: when its candidates hold fewer than `limit` matches, the exact scan runs.
+  if (filter !== undefined || firstReadMayProve(c.keywordDepth, lengths)) {
+    found = await attempt(c.keywordDepth, base);
+    if (found.exact || found.rows.length < limit) {
+      return found.rows.length >= limit || found.complete ? found.rows : undefined;
+    }
   }
-  return found.rows.length >= limit || found.complete ? found.rows : undefined;
+  // Not proven (or not worth trying): read deeper once (no bound: this result is used either way), and keep the
+  // better of the two reads per chunk (both score exactly, so the union's top `limit` is at least as good as
+  // either's).
+  const params: unknown[] = [
+    terms,
+    terms.map((t) => weights.get(t) as number),
+    deeperDepth(c.keywordDepth, lengths.filter((n) => n > c.keywordDepth).length),
+    base * 2,
+    query,
+    limit,
+  ];
+  let extra = '';
+  if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
+  const deeper = (
+    await c.client.query<ScoredRow>(keywordQueryUnbounded(c.t.kw, c.t.visible, extra), params)
+  ).rows;
+  // Short without the first read: whether more matches exist is unknown, so the caller scans exactly.
+  if (found === undefined) return deeper.length >= limit ? deeper : undefined;
+  const byId = new Map<string, ScoredRow>();
+  for (const r of [...deeper, ...found.rows]) if (!byId.has(r.id)) byId.set(r.id, r);
+  return [...byId.values()]
+    .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .slice(0, limit);
 }
 
 /** Keyword search scanning every chunk's BM25 weights (linear in the collection; the exact reference). */
@@ -250,7 +284,7 @@ export async function bm25Search(
   }
   if (weights.size === 0) return [];
   if (search.keywordDepth > 0) {
-    const indexed = await indexedKeywordSearch(search, weights, limit, filter);
+    const indexed = await indexedKeywordSearch(search, weights, limit, filter, df);
     if (indexed !== undefined) return indexed;
   }
   return exactKeywordSearch(search, weights, limit, filter);

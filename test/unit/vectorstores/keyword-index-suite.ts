@@ -1,12 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
+import { analyze } from '../../../shared/src/text/analyzer.js';
 import { mulberry32 } from '../../../shared/src/util/random.js';
+import { termFrequencies } from '../../../shared/src/vectorstores/pgvector/bm25.js';
+import { LOG_VACUUM_BYTES } from '../../../shared/src/vectorstores/pgvector/bm25-refresh.js';
 import { keywordIndexNames } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
+import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
 import {
   dropPgCollection,
   PgVectorStore,
 } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
 import type { SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
+import { recordingClient } from '../../support/recording-client.js';
 import { makeChunk } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
 
@@ -124,6 +129,119 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       } finally {
         await shallow.close();
         await exact.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
+    it('reads deeper when the first read proves nothing, or straight away past two long lists; covering the lists, exactly', async () => {
+      // Prepare: 60 chunks, so no list is longer than 60; depth 10 cuts the common words' lists, and the deeper
+      // read (deeperDepth(10, ·) = 160 postings a list for ≤ 6 cut lists) takes every posting of these queries
+      const name = fresh();
+      const sent: string[] = [];
+      const client = recordingClient(getClient(), (text, params) => {
+        if (text.includes('AS bound')) sent.push('first');
+        else if (text.includes('GROUP BY p.rid')) {
+          sent.push(`deeper ${String(params?.[2])}/${String(params?.[3])}`);
+        }
+      });
+      const shallow = await PgVectorStore.create({
+        client,
+        embedder,
+        collectionName: name,
+        keywordDepth: 10,
+      });
+      const exact = await open(name, 0);
+      const n = keywordIndexNames(name);
+      try {
+        await shallow.addChunks(corpus(60, 6, 5));
+        const lengths = new Map(
+          (
+            await getClient().query<{ term: number; n: number }>(
+              `SELECT term, count(*)::int AS n FROM ${n.postings} GROUP BY term`,
+            )
+          ).rows.map((r) => [r.term, r.n]),
+        );
+        const seen = new Set<string>();
+        for (const q of QUERIES) {
+          const long = [...termFrequencies(analyze(q)).keys()].filter(
+            (t) => (lengths.get(t) ?? 0) > 40,
+          ).length;
+          sent.length = 0;
+          // Act
+          const got = await shallow.keywordSearch(q, { k: 10 });
+          const want = await exact.keywordSearch(q, { k: 10 });
+          // Assert: the exact scan's ids, order and scores
+          expect(
+            got.map((h) => h.id),
+            q,
+          ).toEqual(want.map((h) => h.id));
+          got.forEach((h, i) => {
+            expect(h.score).toBeCloseTo(want[i]?.score as number, 5);
+          });
+          // Two lists over 4 × 10 postings: no first read; else a first read, and a deeper one unless it proved
+          if (long >= 2) expect(sent, q).toEqual(['deeper 160/400']);
+          else expect([['first'], ['first', 'deeper 160/400']], q).toContainEqual(sent);
+          seen.add(sent.join('+'));
+        }
+        // The sample covers the three paths
+        expect([...seen].sort()).toEqual(['deeper 160/400', 'first', 'first+deeper 160/400']);
+      } finally {
+        await shallow.close();
+        await exact.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
+    it('a fold that empties a large statistics log vacuums it, from a search and from a writer', async () => {
+      // Prepare: 40,000 zero-delta log rows (about 1.4 MB) appended behind the store's back; they change no
+      // statistics when folded, so only the table tells whether it was compacted
+      const name = fresh();
+      const vacuums: string[] = [];
+      const client = recordingClient(getClient(), (text) => {
+        if (text.startsWith('VACUUM')) vacuums.push(text);
+      });
+      const store = await PgVectorStore.create({ client, embedder, collectionName: name });
+      const log = collectionTables(name).dfLog;
+      const size = async () =>
+        Number(
+          (
+            await getClient().query<{ b: string }>('SELECT pg_relation_size($1::regclass) AS b', [
+              log,
+            ])
+          ).rows[0]?.b,
+        );
+      const flood = () =>
+        getClient().query(
+          `INSERT INTO ${log} (term, delta) SELECT g, 0 FROM generate_series(1, 40000) g`,
+        );
+      // On a server, another session's open snapshot can keep the dead rows (and the pages) a while; PGlite has
+      // no other session, and no autovacuum either, so there the table must be empty at once.
+      const emptied = async () => {
+        if (getClient().dialect === 'pglite') expect(await size()).toBe(0);
+      };
+      try {
+        await store.addChunks(corpus(20, 2, 1));
+        const before = await store.keywordSearch('w0x w1x', { k: 5 });
+        expect(vacuums).toEqual([]);
+        await flood();
+        expect(await size()).toBeGreaterThan(LOG_VACUUM_BYTES);
+
+        // Act 1: a keyword search folds the log before it reads the statistics
+        const after = await store.keywordSearch('w0x w1x', { k: 5 });
+        // Assert 1: the emptied table was vacuumed; the statistics did not move
+        expect(vacuums).toEqual([`VACUUM ${log}`]);
+        await emptied();
+        expect(after).toEqual(before);
+
+        // Act 2: a staged write folds the log once it is finished (as every ingest's write does)
+        await flood();
+        const version = await store.beginWrite({ owner: 'test' });
+        await store.finishWrite(version, []);
+        // Assert 2
+        expect(vacuums).toEqual([`VACUUM ${log}`, `VACUUM ${log}`]);
+        await emptied();
+      } finally {
+        await store.close();
         await dropPgCollection(getClient(), name);
       }
     });

@@ -1,6 +1,8 @@
 /**
- * `npm run bench -- --scale [--sizes 20000,50000] [--queries 60] [--stores pglite,pgvector] [--writers 1,2]`: how search and
- * ingest cost grow with the collection, measured side by side in one run on PGlite and on the PostgreSQL server.
+ * `npm run bench -- --scale [--sizes 20000,50000] [--queries 60] [--stores pglite,pgvector] [--writers 1,2]
+ * [--with COLLECTION,…]`: how search and ingest cost grow with the collection, measured side by side in one run on
+ * PGlite and on the PostgreSQL server. `--with` adds existing collections on the server (a 1M-chunk one loaded
+ * through the CLI from `--write-corpus`, see corpus-probe.ts) as further points, timed the same way.
  *
  * One collection per store grows through the sizes (the real pipeline: `ingestDocuments`, staged writes, BM25
  * statistics). At each size it reports: the ingest rate of that segment (the first into a fresh collection, the
@@ -51,6 +53,11 @@ export interface ScaleOptions {
   stores: ('pglite' | 'pgvector')[];
   /** Ingest writers (`ingestDocuments`'s `writers`) each incremental segment is split between, in turn. */
   writers: number[];
+  /**
+   * Existing collections on the PostgreSQL server (loaded from `--write-corpus` files through the CLI) timed the
+   * same way after the growth runs, as further points of the curve: the 1M point, too long to grow in one run.
+   */
+  with: string[];
 }
 
 /** Parses `--sizes`, `--queries`, `--stores` (defaults: 20000,50000; 60; pglite,pgvector). */
@@ -77,11 +84,26 @@ export function parseScaleArgs(argv: readonly string[]): ScaleOptions {
   if (writers.length === 0 || writers.some((w) => !Number.isInteger(w) || w < 1 || w > 8)) {
     throw new Error(`--writers takes integers from 1 to 8, got "${value('--writers')}"`);
   }
+  const withNames = (value('--with') ?? '')
+    .split(',')
+    .map((w) => w.trim())
+    .filter((w) => w !== '');
+  for (const w of withNames) {
+    if (!/^ai4rag[A-Za-z0-9_]*$/.test(w)) {
+      throw new Error(
+        `--with takes collection names starting with "ai4rag" ([A-Za-z0-9_]), got "${w}"`,
+      );
+    }
+  }
+  if (withNames.length > 0 && !stores.includes('pgvector')) {
+    throw new Error('--with needs the PostgreSQL server: add pgvector to --stores');
+  }
   return {
     sizes: [...sizes].sort((a, b) => a - b),
     queries,
     stores: stores as ScaleOptions['stores'],
     writers,
+    with: withNames,
   };
 }
 
@@ -299,7 +321,7 @@ interface Row {
   ingestRate: number;
   /** The segment's rate with each writer setting (a fresh segment is ingested with one writer). */
   writerRates: { writers: number; rate: number }[];
-  segment: 'fresh' | 'incremental';
+  segment: 'fresh' | 'incremental' | 'existing';
   firstSearchMs: number;
   indexSeconds: number;
   indexReason: string;
@@ -309,6 +331,68 @@ interface Row {
 }
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+
+/**
+ * A point of the curve from an existing collection (`--with`): the same timings as a grown size, and the overlap
+ * with the exact scan (whose own p50 is not timed here: at 1M chunks it is a second a query, three runs each).
+ */
+async function existingPoint(
+  target: { label: string; open: () => Promise<SqlClient> },
+  name: string,
+  queries: string[],
+): Promise<Row> {
+  const embedder = await createEmbedder(DEFAULT_EMBEDDING_MODEL);
+  const client = recording(await target.open());
+  const open = (keywordDepth?: number) =>
+    PgVectorStore.create({
+      client,
+      embedder,
+      collectionName: name,
+      createIfMissing: false,
+      ...(keywordDepth !== undefined && { keywordDepth }),
+    });
+  const store = await open();
+  const exact = await open(0);
+  try {
+    const stats = await store.stats();
+    const timings: Record<string, SearchTiming> = {};
+    for (const [mode, search] of MODES) {
+      timings[mode] = await timeSearch(
+        (q) => search(store, q),
+        client,
+        queries,
+        1,
+        mode === 'keyword' ? undefined : (q) => embedder.embedQuery(q),
+      );
+    }
+    const overlap = await keywordOverlap(store, exact, queries);
+    const t = (m: string) => timings[m] as SearchTiming;
+    console.log(
+      `scale  ${target.label.padEnd(10)} ${String(stats.chunks).padStart(8)} chunks  existing collection ${name} (HNSW ${stats.annIndex ? 'valid' : 'absent'})  ` +
+        MODES.map(
+          ([m]) =>
+            `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
+        ).join('  ') +
+        `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %`,
+    );
+    return {
+      store: target.label,
+      chunks: stats.chunks,
+      ingestRate: Number.NaN,
+      writerRates: [],
+      segment: 'existing',
+      firstSearchMs: Number.NaN,
+      indexSeconds: Number.NaN,
+      indexReason: 'existing',
+      timings,
+      overlap,
+    };
+  } finally {
+    await exact.close();
+    await store.close();
+    await client.close();
+  }
+}
 
 /** Runs the scale bench and prints its table. */
 export async function runScale(argv: readonly string[]): Promise<void> {
@@ -454,6 +538,9 @@ export async function runScale(argv: readonly string[]): Promise<void> {
         await store.drop().catch(() => undefined);
         await store.close();
       }
+      if (target.label === 'PostgreSQL') {
+        for (const name of options.with) rows.push(await existingPoint(target, name, queries));
+      }
     }
     if (server)
       await parallelWriters(targets.at(-1) as (typeof targets)[number], embedder, sampler);
@@ -469,6 +556,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
     const fresh = mine[0]?.ingestRate ?? Number.NaN;
     const incremental = mine
       .slice(1)
+      .filter((r) => r.segment !== 'existing')
       .map(
         (r) =>
           `${r.chunks} chunks: ${r.writerRates.map((w) => `${w.writers} writer${w.writers > 1 ? 's' : ''} ${f(w.rate / fresh, 2)}`).join(', ')}`,

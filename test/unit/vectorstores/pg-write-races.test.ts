@@ -251,4 +251,67 @@ describe.skipIf(config === undefined)('concurrent writers on a PostgreSQL server
       await two.close();
     }
   });
+  /** A client whose `LOCK TABLE … ROW EXCLUSIVE` (the first statement of each batch attempt) fails with a deadlock
+   * (SQLSTATE 40P01, as the server reports one) the first `failures` times; `attempts` counts them all. */
+  const deadlocking = (failures: number) => {
+    const seen = { attempts: 0 };
+    const on = hookedClient(client, (text) => {
+      if (!/^LOCK TABLE .* IN ROW EXCLUSIVE MODE$/.test(text)) return;
+      seen.attempts += 1;
+      if (seen.attempts <= failures) {
+        throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      }
+    });
+    return { on, seen };
+  };
+
+  it('a batch that deadlocks is rerun from the start and counted once', async () => {
+    // Prepare: a collection with one chunk; the next batch deadlocks twice
+    const name = newName();
+    const seed = chunks('seed', 1, 5, 11);
+    const docs = chunks('next', 4, 5);
+    const two = await open(name, client, { reweightTolerance: 0 });
+    await two.addChunks(seed);
+    const { on, seen } = deadlocking(2);
+    const one = await open(name, on, { reweightTolerance: 0 });
+    try {
+      // Act
+      await one.addChunks(docs);
+      // Assert: the third attempt wrote the batch, once
+      expect(seen.attempts).toBe(3);
+      const all = [...seed, ...docs];
+      for (const q of ['alpha', 'echo foxtrot', 'lima']) await expectScores(two, all, q);
+      expect(await registry(name)).toMatchObject({ n: 5, total: 25 });
+      expect((await two.stats()).chunks).toBe(5);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
+  it('a batch that deadlocks five times fails with the deadlock, and nothing of it is written', async () => {
+    // Prepare
+    const name = newName();
+    const seed = chunks('seed', 1, 5, 11);
+    const two = await open(name, client, { reweightTolerance: 0 });
+    await two.addChunks(seed);
+    const { on, seen } = deadlocking(Number.POSITIVE_INFINITY);
+    const one = await open(name, on, { reweightTolerance: 0 });
+    try {
+      // Act
+      const failed = await one.addChunks(chunks('next', 4, 5)).then(
+        () => undefined,
+        (error: unknown) => error as Error & { cause?: { code?: string } },
+      );
+      // Assert: five attempts, the server's deadlock surfaced, the collection as it was
+      expect(seen.attempts).toBe(5);
+      expect(failed?.cause?.code ?? (failed as { code?: string } | undefined)?.code).toBe('40P01');
+      await expectScores(two, seed, 'alpha'); // (folds the statistics log first)
+      expect(await registry(name)).toMatchObject({ n: 1, total: 5 });
+      expect((await two.stats()).chunks).toBe(1);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
 });

@@ -332,6 +332,34 @@ interface Row {
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 
+/** Each of {@link MODES} timed over `queries` against the SQL it sent (`timeSearch`). */
+async function timeModes(
+  store: PgVectorStore,
+  client: Parameters<typeof timeSearch>[1],
+  queries: string[],
+  embedder: { embedQuery: (q: string) => Promise<number[]> },
+): Promise<Record<string, SearchTiming>> {
+  const timings: Record<string, SearchTiming> = {};
+  for (const [mode, search] of MODES) {
+    timings[mode] = await timeSearch(
+      (q) => search(store, q),
+      client,
+      queries,
+      1,
+      mode === 'keyword' ? undefined : (q) => embedder.embedQuery(q),
+    );
+  }
+  return timings;
+}
+
+/** `keyword p50 … / p95 … ms (×… raw)` for each mode. */
+function modeSummary(timings: Record<string, SearchTiming>): string {
+  return MODES.map(([m]) => {
+    const t = timings[m] as SearchTiming;
+    return `${m} p50 ${f(t.p50, 2)} / p95 ${f(t.p95, 2)} ms (×${f(t.p50 / t.rawP50, 2)} raw)`;
+  }).join('  ');
+}
+
 /**
  * A point of the curve from an existing collection (`--with`): the same timings as a grown size, and the overlap
  * with the exact scan (whose own p50 is not timed here: at 1M chunks it is a second a query, three runs each).
@@ -355,24 +383,11 @@ async function existingPoint(
   const exact = await open(0);
   try {
     const stats = await store.stats();
-    const timings: Record<string, SearchTiming> = {};
-    for (const [mode, search] of MODES) {
-      timings[mode] = await timeSearch(
-        (q) => search(store, q),
-        client,
-        queries,
-        1,
-        mode === 'keyword' ? undefined : (q) => embedder.embedQuery(q),
-      );
-    }
+    const timings = await timeModes(store, client, queries, embedder);
     const overlap = await keywordOverlap(store, exact, queries);
-    const t = (m: string) => timings[m] as SearchTiming;
     console.log(
       `scale  ${target.label.padEnd(10)} ${String(stats.chunks).padStart(8)} chunks  existing collection ${name} (HNSW ${stats.annIndex ? 'valid' : 'absent'})  ` +
-        MODES.map(
-          ([m]) =>
-            `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
-        ).join('  ') +
+        modeSummary(timings) +
         `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %`,
     );
     return {
@@ -477,16 +492,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
           });
           const firstSearchMs = performance.now() - t1;
           const built = await store.buildIndex();
-          const timings: Record<string, SearchTiming> = {};
-          for (const [mode, search] of MODES) {
-            timings[mode] = await timeSearch(
-              (q) => search(store, q),
-              client,
-              queries,
-              1,
-              mode === 'keyword' ? undefined : (q) => embedder.embedQuery(q),
-            );
-          }
+          const timings = await timeModes(store, client, queries, embedder);
           const overlap = await keywordOverlap(store, exact, queries);
           // The baseline side by side: the same keyword queries by the exact scan the index replaces.
           const exactTiming = await timeSearch(
@@ -511,10 +517,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
           const t = (m: string) => timings[m] as SearchTiming;
           console.log(
             `scale  ${row.store.padEnd(10)} ${String(chunks).padStart(8)} chunks  ingest ${f(row.ingestRate, 0).padStart(5)}/s (${row.segment}: ${writerRates.map((w) => `${w.writers} writer${w.writers > 1 ? 's' : ''} ${f(w.rate, 0)}/s`).join(', ')})  first search ${f(firstSearchMs)} ms  index ${f(built.seconds, 2)} s (${built.reason})  ` +
-              MODES.map(
-                ([m]) =>
-                  `${m} p50 ${f(t(m).p50, 2)} / p95 ${f(t(m).p95, 2)} ms (×${f(t(m).p50 / t(m).rawP50, 2)} raw)`,
-              ).join('  ') +
+              modeSummary(timings) +
               `  keyword top-10 = exact scan's: ${f(overlap * 100, 1)} %; exact scan p50 ${f(exactTiming.p50, 2)} ms (index ×${f(exactTiming.p50 / t('keyword').p50, 1)} faster)` +
               `  process peak RSS ${f(peakRssBytes() / 2 ** 20, 0)} MiB`,
           );

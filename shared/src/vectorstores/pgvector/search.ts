@@ -162,8 +162,9 @@ export async function vectorSearch(
  * Keyword search through the postings index (`keyword-index.ts`): the top `limit` when the query's bound proves
  * it exact, else the best of that read and one deeper read (`deeperDepth` postings a cut list, `listLengths` being
  * the terms' df; a chunk outside every term's top postings can be missed). The first read is skipped when it cannot
- * plausibly prove its result (`firstReadMayProve`) and no filter is given. Undefined when the candidates hold fewer than `limit` visible matches while more may exist (a
- * selective filter, staged rows, a cut list): the caller then scans exactly, so the result is complete.
+ * plausibly prove its result (`firstReadMayProve`) and no filter is given. Undefined when the candidates hold fewer
+ * than `limit` visible matches while more may exist (a selective filter, staged rows, a cut list): the caller then
+ * scans exactly, so the result is complete.
  */
 export async function indexedKeywordSearch(
   c: SearchContext,

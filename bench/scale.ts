@@ -28,6 +28,7 @@ import { DEFAULT_CHUNKING } from '../shared/src/defaults.js';
 import { loadDocuments } from '../shared/src/documents/index.js';
 import type { LoadedDocument } from '../shared/src/documents/types.js';
 import { createEmbedder, DEFAULT_EMBEDDING_MODEL } from '../shared/src/embeddings/factory.js';
+import type { Embedder } from '../shared/src/embeddings/types.js';
 import { loadBenchmark } from '../shared/src/evaluation/benchmark.js';
 import { evaluateRetrieval } from '../shared/src/evaluation/eval-retrieval.js';
 import { ingestDocuments } from '../shared/src/ingest/pipeline.js';
@@ -337,7 +338,7 @@ async function timeModes(
   store: PgVectorStore,
   client: Parameters<typeof timeSearch>[1],
   queries: string[],
-  embedder: { embedQuery: (q: string) => Promise<number[]> },
+  embedder: Embedder,
 ): Promise<Record<string, SearchTiming>> {
   const timings: Record<string, SearchTiming> = {};
   for (const [mode, search] of MODES) {
@@ -368,8 +369,8 @@ async function existingPoint(
   target: { label: string; open: () => Promise<SqlClient> },
   name: string,
   queries: string[],
+  embedder: Embedder,
 ): Promise<Row> {
-  const embedder = await createEmbedder(DEFAULT_EMBEDDING_MODEL);
   const client = recording(await target.open());
   const open = (keywordDepth?: number) =>
     PgVectorStore.create({
@@ -542,7 +543,8 @@ export async function runScale(argv: readonly string[]): Promise<void> {
         await store.close();
       }
       if (target.label === 'PostgreSQL') {
-        for (const name of options.with) rows.push(await existingPoint(target, name, queries));
+        for (const name of options.with)
+          rows.push(await existingPoint(target, name, queries, embedder));
       }
     }
     if (server)
@@ -565,7 +567,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
           `${r.chunks} chunks: ${r.writerRates.map((w) => `${w.writers} writer${w.writers > 1 ? 's' : ''} ${f(w.rate / fresh, 2)}`).join(', ')}`,
       );
     console.log(
-      `scale  ${target.label.padEnd(10)} growth exponent of p50: ${MODES.map(([m]) => `${m} ${f(exponent(m), 2)}`).join(', ')}; incremental ingest / fresh (1 writer): ${incremental.join('; ')}`,
+      `scale  ${target.label.padEnd(10)} growth exponent of p50: ${MODES.map(([m]) => `${m} ${f(exponent(m), 2)}`).join(', ')}; incremental ingest / fresh (1 writer): ${incremental.join('; ') || 'no incremental size'}`,
     );
   }
 }

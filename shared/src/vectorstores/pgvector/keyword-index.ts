@@ -186,14 +186,10 @@ export function keywordIndexDrop(n: KeywordIndexNames): string[] {
  * The top k is provably exact when the k-th hit scores at least `cth + bound`.
  */
 export function keywordQuery(n: KeywordIndexNames, visible: string, extra: string): string {
-  const t = n.table;
   return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
-    hits AS (SELECT p.rid, q.term, q.qw * p.w AS s FROM q CROSS JOIN LATERAL (
-      SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3) p),
+    hits AS (SELECT p.rid, q.term, q.qw * p.w AS s FROM ${topPostings(n)}),
     cand AS (SELECT rid, sum(s) AS s FROM hits GROUP BY rid ORDER BY sum(s) DESC, rid LIMIT $4),
-    res AS (SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
-      FROM cand JOIN ${t} ON ${t}.rid = cand.rid WHERE ${visible} ${extra}
-      ORDER BY score DESC, ${t}.id LIMIT $6)
+    res AS (${rescore(n, visible, extra)})
     SELECT id, content, metadata, score, NULL::float8 AS bound, NULL::float8 AS cth, NULL::int AS ncand, 1 AS part
     FROM res
     UNION ALL SELECT NULL, NULL, NULL, NULL,
@@ -201,6 +197,20 @@ export function keywordQuery(n: KeywordIndexNames, visible: string, extra: strin
       (SELECT CASE WHEN count(*) >= $4 THEN min(s) ELSE 0 END FROM cand),
       (SELECT count(*)::int FROM cand), 2
     ORDER BY part, score DESC, id`;
+}
+
+/** The `$3` highest-weighted postings `p(rid, w)` of each query term `q(term, qw)` (an index range scan each). */
+function topPostings(n: KeywordIndexNames): string {
+  return `q CROSS JOIN LATERAL (
+      SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3) p`;
+}
+
+/** The candidates `cand(rid)` rescored exactly from their `bm25` column (`$5`), visible and filtered, top `$6`. */
+function rescore(n: KeywordIndexNames, visible: string, extra: string): string {
+  const t = n.table;
+  return `SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
+      FROM cand JOIN ${t} ON ${t}.rid = cand.rid WHERE ${visible} ${extra}
+      ORDER BY score DESC, ${t}.id LIMIT $6`;
 }
 
 /**
@@ -213,12 +223,8 @@ export function keywordQueryUnbounded(
   visible: string,
   extra: string,
 ): string {
-  const t = n.table;
   return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
-    cand AS (SELECT p.rid, sum(q.qw * p.w) AS s FROM q CROSS JOIN LATERAL (
-      SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3) p
+    cand AS (SELECT p.rid, sum(q.qw * p.w) AS s FROM ${topPostings(n)}
       GROUP BY p.rid ORDER BY sum(q.qw * p.w) DESC, p.rid LIMIT $4)
-    SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
-      FROM cand JOIN ${t} ON ${t}.rid = cand.rid WHERE ${visible} ${extra}
-      ORDER BY score DESC, ${t}.id LIMIT $6`;
+    ${rescore(n, visible, extra)}`;
 }

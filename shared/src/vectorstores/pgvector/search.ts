@@ -175,7 +175,8 @@ export async function indexedKeywordSearch(
 ): Promise<ScoredRow[] | undefined> {
   const terms = [...weights.keys()];
   const query = sparseLiteral(weights);
-  const attempt = async (depth: number, candidates: number) => {
+  /** Parameters `$1`–`$6` of both reads, and the filter's predicate (its parameters from `$7`). */
+  const bind = (depth: number, candidates: number) => {
     const params: unknown[] = [
       terms,
       terms.map((t) => weights.get(t) as number),
@@ -184,8 +185,11 @@ export async function indexedKeywordSearch(
       query,
       limit,
     ];
-    let extra = '';
-    if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
+    const extra = filter === undefined ? '' : `AND ${compileFilterSql(filter, params, 'metadata')}`;
+    return { params, extra };
+  };
+  const attempt = async (depth: number, candidates: number) => {
+    const { params, extra } = bind(depth, candidates);
     const res = await c.client.query<
       ScoredRow & { bound: number | null; cth: number | null; ncand: number | null }
     >(keywordQuery(c.t.kw, c.t.visible, extra), params);
@@ -215,16 +219,10 @@ export async function indexedKeywordSearch(
   // Not proven (or not worth trying): read deeper once (no bound: this result is used either way), and keep the
   // better of the two reads per chunk (both score exactly, so the union's top `limit` is at least as good as
   // either's).
-  const params: unknown[] = [
-    terms,
-    terms.map((t) => weights.get(t) as number),
+  const { params, extra } = bind(
     deeperDepth(c.keywordDepth, lengths.filter((n) => n > c.keywordDepth).length),
     base * 2,
-    query,
-    limit,
-  ];
-  let extra = '';
-  if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
+  );
   const deeper = (
     await c.client.query<ScoredRow>(keywordQueryUnbounded(c.t.kw, c.t.visible, extra), params)
   ).rows;

@@ -177,7 +177,7 @@ export function featureHashVector(
 }
 
 /** Texts embedded between two yields to the event loop. */
-const EMBED_SLICE = 64;
+const EMBED_SLICE = 16;
 
 /** Options of {@link FeatureHashEmbedder}. */
 export interface FeatureHashEmbedderOptions {

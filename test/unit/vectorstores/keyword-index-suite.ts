@@ -290,6 +290,67 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       }
     });
 
+    it('a batch of new and changed rows keeps every posting; a writer whose avgdl is stale weighs with the collection’s', async () => {
+      // Prepare: a collection, and a second store on it whose re-weighting will move the avgdl under the first
+      const name = fresh();
+      const writer = await open(name);
+      const other = await open(name);
+      const t = collectionTables(name);
+      try {
+        const chunks = corpus(120, 12, 11);
+        await writer.addChunks(chunks);
+        const bm25Of = async (id: string) =>
+          (
+            await getClient().query<{ b: string }>(
+              `SELECT bm25::text AS b FROM ${t.table} WHERE id = $1`,
+              [id],
+            )
+          ).rows[0]?.b;
+
+        // Act: one batch holding changed rows (updated in place, their postings by the trigger) and new rows
+        // (copied with the postings the writer computed); then long texts and a search re-weighting the
+        // collection from the other store, and one more row from each store with the same text
+        const mixed = [
+          ...chunks.slice(0, 10).map((c) => ({ ...c, text: `${c.text} w50x w51x` })),
+          ...corpus(10, 2, 12).map((c, i) => ({ ...c, id: `mixed-${i}` })),
+        ];
+        await writer.addChunks(mixed);
+        const afterMixed = await writer.checkIntegrity();
+        await other.addChunks(
+          corpus(120, 12, 13).map((c, i) => ({
+            ...c,
+            id: `long-${i}`,
+            text: `${c.text} ${c.text} ${c.text} ${c.text} ${c.text}`,
+          })),
+        );
+        const avgdlBefore = await getClient().query<{ a: number }>(
+          'SELECT bm25_avgdl_weighted AS a FROM ai4rag_collections WHERE name = $1',
+          [t.key],
+        );
+        await other.keywordSearch('w1x', { k: 5 }); // folds statistics, re-weights every row
+        const avgdlAfter = await getClient().query<{ a: number }>(
+          'SELECT bm25_avgdl_weighted AS a FROM ai4rag_collections WHERE name = $1',
+          [t.key],
+        );
+        const text = 'w3x w17x w42x w3x w0x';
+        await writer.addChunks([makeChunk('late', 1, text)].map((c) => ({ ...c, id: 'late-a' })));
+        const third = await open(name); // knows no avgdl: weighs its row with the registry's, read in its write
+        await third.addChunks([makeChunk('late', 2, text)].map((c) => ({ ...c, id: 'late-b' })));
+        await third.close();
+
+        // Assert: no posting out of step after the mixed batch or at the end; the avgdl did move, and the writer
+        // holding the old one weighed its row exactly as a store opened after the re-weighting
+        expect(afterMixed.keywordIndexMismatch).toBe(0);
+        expect(Number(avgdlAfter.rows[0]?.a)).not.toBe(Number(avgdlBefore.rows[0]?.a));
+        expect(await bm25Of('late-a')).toBe(await bm25Of('late-b'));
+        expect((await writer.checkIntegrity()).keywordIndexMismatch).toBe(0);
+      } finally {
+        await writer.close();
+        await other.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
     it('repair rebuilds postings that were lost, and a dropped collection leaves no index behind', async () => {
       // Prepare: postings removed behind the store's back (as a manual DELETE would)
       const name = fresh();

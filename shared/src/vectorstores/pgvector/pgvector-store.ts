@@ -93,7 +93,7 @@ export class PgVectorStore implements VectorStore {
   private constructor(
     embedder: Embedder,
     o: ResolvedOptions,
-    base: Omit<StoreContext, 'run' | 'exclusive'>,
+    base: Omit<StoreContext, 'run' | 'exclusive' | 'hints'>,
     opened: OpenedCollection,
   ) {
     this.collectionName = base.collectionName;
@@ -111,6 +111,7 @@ export class PgVectorStore implements VectorStore {
       ...base,
       run: <T>(operation: string, fn: () => Promise<T>) => this.run(operation, fn),
       exclusive: <T>(fn: () => Promise<T>) => this.exclusive(fn),
+      hints: {},
     };
   }
 
@@ -198,12 +199,13 @@ export class PgVectorStore implements VectorStore {
   }
 
   /**
-   * Embeds chunks with the store's embedder (≤ 1,024 texts per call, sequentially) and upserts them.
+   * Embeds chunks with the store's embedder (≤ 1,024 texts per call) and upserts them, each batch embedded and
+   * prepared while the previous one is written.
    * @throws {VectorStoreError} when the embedder returns the wrong number or size of vectors.
    */
   async addChunks(chunks: AI4RAGChunk[], options: { version?: string } = {}): Promise<number> {
     this.assertOpen();
-    return addChunks(this.embedder, chunks, (records) => this.upsert(records, options));
+    return addChunks(this.ctx, this.embedder, chunks, options);
   }
 
   /**

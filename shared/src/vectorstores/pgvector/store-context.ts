@@ -38,6 +38,11 @@ export interface StoreContext {
   run<T>(operation: string, fn: () => Promise<T>): Promise<T>;
   /** Serializes the store's writes (statistics are read-modify-write). */
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * What this store last saw of the collection, to do a write's client-side work before its transaction: only a
+   * hint, checked inside the transaction (a batch prepared with another avgdl is weighed again there).
+   */
+  hints: { avgdl?: number };
 }
 
 /** The SQLSTATE of a driver error, if it carries one. */

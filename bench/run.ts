@@ -61,6 +61,7 @@ const ROUNDS = Number(ENV.BENCH_ROUNDS ?? 3);
 /** `--ingest`: only the ingest comparison, `--rounds N` times per store (default 3). */
 const INGEST_ONLY = process.argv.includes('--ingest');
 const INGEST_ROUNDS = (() => {
+  if (!INGEST_ONLY) return 1;
   const i = process.argv.indexOf('--rounds');
   const n = i >= 0 ? Number(process.argv[i + 1]) : 3;
   if (!Number.isInteger(n) || n < 1 || n > 50) {

@@ -1,8 +1,9 @@
 /**
  * The BM25 keyword index of a pgvector collection: an impact-ordered postings table `(term, weight, rid)` with a
  * b-tree on `(term, weight DESC, rid)`, kept in step with the chunk table's `bm25` sparsevec column by statement-level
- * triggers (insert, update of `bm25`, delete — COPY included). The database maintains it inside the writer's own
- * transaction, so it is exact under concurrent writers, crashes and rollbacks with no code path to forget it.
+ * triggers (insert, update of `bm25`, delete), inside the writer's own transaction, so it is exact under concurrent
+ * writers, crashes and rollbacks. The store's binary COPY of new rows writes their postings itself instead (sorted,
+ * in the same transaction: {@link keywordIndexClientWrite}); every other change goes through the triggers.
  *
  * A keyword search reads the `depth` highest-weighted postings of each query term (an index range scan whose cost
  * does not grow with the collection), sums the partial scores per chunk, and rescores the best candidates exactly

@@ -1,8 +1,9 @@
 /**
  * The write path of a pgvector collection: validating and de-duplicating chunks, and writing them in batches of
  * {@link UPSERT_BATCH_SIZE} — each batch one transaction that renews its staged write's lease, computes BM25
- * weights against the registry's avgdl, sends new rows through binary COPY (updated ones through a multi-row
- * INSERT … ON CONFLICT) and logs its statistics changes. Embedding is pipelined with writing.
+ * weights against the registry's avgdl, sends new rows and their keyword-index postings through binary COPY (updated
+ * ones through a multi-row INSERT … ON CONFLICT, their postings kept by the triggers) and logs its statistics changes.
+ * Embedding and each batch's client-side work (analysis, weights, encoding) are pipelined with writing.
  */
 import type { AI4RAGChunk } from '../../chunking/types.js';
 import type { Embedder } from '../../embeddings/types.js';

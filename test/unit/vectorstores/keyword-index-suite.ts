@@ -4,7 +4,10 @@ import { analyze } from '../../../shared/src/text/analyzer.js';
 import { mulberry32 } from '../../../shared/src/util/random.js';
 import { termFrequencies } from '../../../shared/src/vectorstores/pgvector/bm25.js';
 import { LOG_VACUUM_BYTES } from '../../../shared/src/vectorstores/pgvector/bm25-refresh.js';
-import { keywordIndexNames } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
+import {
+  BULK_SETTING,
+  keywordIndexNames,
+} from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
 import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
 import {
   dropPgCollection,
@@ -347,6 +350,38 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       } finally {
         await writer.close();
         await other.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
+    it('a trigger function from the index’s first version (no setting to stand aside) is replaced by the next writer', async () => {
+      // Prepare: a collection whose trigger function always writes postings, as the first version did
+      const name = fresh();
+      const first = await open(name);
+      await first.addChunks(corpus(40, 4, 21));
+      await first.close();
+      const n = keywordIndexNames(name);
+      const source = async () =>
+        (
+          await getClient().query<{ src: string }>(
+            'SELECT prosrc AS src FROM pg_proc WHERE oid = to_regprocedure($1)',
+            [`${n.fn}()`],
+          )
+        ).rows[0]?.src ?? '';
+      const current = await source();
+      await getClient().query(
+        `CREATE OR REPLACE FUNCTION ${n.fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$ ${current.replaceAll(BULK_SETTING, 'ai4rag.no_such_setting')} $fn$`,
+      );
+      expect(await source()).not.toContain(BULK_SETTING);
+      // Act: a writer opens the collection and adds rows through COPY
+      const writer = await open(name);
+      try {
+        await writer.addChunks(corpus(40, 4, 22).map((c, i) => ({ ...c, id: `again-${i}` })));
+        // Assert: the function honours the setting again, and no posting was written twice
+        expect(await source()).toContain(BULK_SETTING);
+        expect((await writer.checkIntegrity()).keywordIndexMismatch).toBe(0);
+      } finally {
+        await writer.close();
         await dropPgCollection(getClient(), name);
       }
     });

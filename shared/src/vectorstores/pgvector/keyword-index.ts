@@ -136,8 +136,12 @@ export function keywordIndexDdl(n: KeywordIndexNames): string[] {
   ];
 }
 
-/** Transaction-local setting under which the triggers leave the postings to a rebuild (see keywordIndexBulk). */
-const BULK_SETTING = 'ai4rag.postings_bulk';
+/**
+ * Transaction-local setting under which the triggers leave the postings to their writer (a rebuild, see
+ * keywordIndexBulk, or a COPY writing its own, see keywordIndexClientWrite). A trigger function without it (the
+ * index's first version) counts as missing schema, so the next writer replaces it.
+ */
+export const BULK_SETTING = 'ai4rag.postings_bulk';
 
 /**
  * For a writer that writes the postings of its new rows itself (binary COPY, sorted: several times cheaper than the

@@ -5,7 +5,12 @@
 import { quoteIdent, resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
 import { BM25_DIM } from './bm25.js';
-import { keywordIndexBackfill, keywordIndexDdl, keywordIndexDrop } from './keyword-index.js';
+import {
+  BULK_SETTING,
+  keywordIndexBackfill,
+  keywordIndexDdl,
+  keywordIndexDrop,
+} from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
 
 /** The shared registry of collections (one row per collection). */
@@ -143,8 +148,9 @@ export async function migrate(
 }
 
 /**
- * Tables, columns and indexes of the current schema that are missing (`table.column`, or an index name), from
- * one catalogue query; empty when the collection is up to date.
+ * Tables, columns, indexes and the keyword index's trigger function of the current schema that are missing
+ * (`table.column`, an index name, or the function), from one catalogue query; empty when the collection is up to
+ * date.
  */
 export async function missingSchema(client: SqlClient, t: CollectionTables): Promise<string[]> {
   const want: [string, string][] = [
@@ -162,8 +168,16 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
     `SELECT w.t || '.' || w.c AS missing FROM unnest($1::text[], $2::text[]) AS w(t, c)
      WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
        WHERE a.attrelid = to_regclass(quote_ident(w.t)) AND a.attname = w.c AND NOT a.attisdropped)
-     UNION ALL SELECT i FROM unnest($3::text[]) AS i WHERE to_regclass(quote_ident(i)) IS NULL`,
-    [want.map(([table]) => table), want.map(([, col]) => col), indexes],
+     UNION ALL SELECT i FROM unnest($3::text[]) AS i WHERE to_regclass(quote_ident(i)) IS NULL
+     UNION ALL SELECT $4 || ' (a version that honours ' || $5 || ')' WHERE NOT EXISTS (SELECT 1 FROM pg_proc p
+       WHERE p.oid = to_regprocedure($4) AND strpos(p.prosrc, $5) > 0)`,
+    [
+      want.map(([table]) => table),
+      want.map(([, col]) => col),
+      indexes,
+      `${t.kw.fn}()`,
+      BULK_SETTING,
+    ],
   );
   return res.rows.map((r) => r.missing);
 }

@@ -27,22 +27,28 @@ describe.skipIf(config === undefined)('real PostgreSQL server', () => {
     await client?.close();
   });
 
+  // Each contract drops the collections it created when it ends (the server outlives the test run).
+  const dropCreated = async () => {
+    for (const name of created.splice(0)) {
+      if (name.startsWith('ai4rag')) await dropPgCollection(client, name);
+    }
+  };
   runVectorStoreContract(
     'pgvector on a PostgreSQL server',
     (opts) => {
       created.push(opts.collectionName);
       return PgVectorStore.create({ client, ...opts });
     },
-    async () => {
-      for (const name of created) {
-        if (name.startsWith('ai4rag')) await dropPgCollection(client, name);
-      }
-    },
+    dropCreated,
   );
-  runStagedWriteContract('pgvector on a PostgreSQL server', (opts) => {
-    created.push(opts.collectionName);
-    return PgVectorStore.create({ client, ...opts });
-  });
+  runStagedWriteContract(
+    'pgvector on a PostgreSQL server',
+    (opts) => {
+      created.push(opts.collectionName);
+      return PgVectorStore.create({ client, ...opts });
+    },
+    dropCreated,
+  );
   runPgVectorSuite('PostgreSQL server', () => client);
   runKeywordIndexSuite('PostgreSQL server', () => client);
 });

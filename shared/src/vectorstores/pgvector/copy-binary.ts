@@ -9,7 +9,10 @@
  * rows. Pure and synchronous.
  */
 
-/** One row of the chunk table, in column order: id, document_id, sequence_number, content, metadata, embedding, bm25, token_count, version (, rid). */
+/**
+ * One row of the chunk table, in column order: id, document_id, sequence_number, content, metadata, embedding, bm25,
+ * token_count, version (and rid, given apart: see {@link encodeChunkRowsWithRids}).
+ */
 export interface ChunkRow {
   id: string;
   documentId: string;

@@ -6,6 +6,7 @@ import { termFrequencies } from '../../../shared/src/vectorstores/pgvector/bm25.
 import { LOG_VACUUM_BYTES } from '../../../shared/src/vectorstores/pgvector/bm25-refresh.js';
 import {
   BULK_SETTING,
+  DELETE_PLAN_MARK,
   keywordIndexNames,
 } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
 import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
@@ -293,6 +294,71 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       }
     });
 
+    it('a delete or a re-weighting update finds each of its postings by one index probe, however many share its weight', async () => {
+      // Prepare: 1,200 chunks of four texts, so every posting of a term shares its weight with 300 others (the case
+      // where the planner, left to itself, read them all for each probe or hashed the whole postings table)
+      const name = fresh();
+      const store = await open(name);
+      const n = keywordIndexNames(name);
+      const texts = [
+        'w0x w1x w2x w3x w4x',
+        'w0x w5x w6x w7x w8x',
+        'w1x w9x w10x w11x',
+        'w2x w12x w13x w14x',
+      ];
+      try {
+        await store.addChunks(
+          Array.from({ length: 1200 }, (_, i) =>
+            makeChunk(`doc${i % 40}`, Math.floor(i / 40) + 1, texts[i % 4] as string),
+          ),
+        );
+        const t = collectionTables(name).table;
+        const ownPostings = async (doc: string) =>
+          Number(
+            (
+              await getClient().query<{ n: number }>(
+                `SELECT count(*)::int AS n FROM ${n.postings} WHERE rid IN (SELECT rid FROM ${t} WHERE document_id = $1)`,
+                [doc],
+              )
+            ).rows[0]?.n,
+          );
+        const readsOf = (sql: string, params: unknown[]) =>
+          getClient().transaction(async (tx) => {
+            // The backend's counts not yet flushed, before and after (they can include earlier statements)
+            const counts = async () =>
+              (
+                await tx.query<{ seq: number; fetched: number }>(
+                  `SELECT seq_scan::int AS seq, idx_tup_fetch::int AS fetched FROM pg_stat_xact_user_tables
+                   WHERE relid = to_regclass($1)`,
+                  [n.postings],
+                )
+              ).rows[0] ?? { seq: -1, fetched: -1 };
+            const before = await counts();
+            await tx.query(sql, params);
+            const after = await counts();
+            return { seq: after.seq - before.seq, fetched: after.fetched - before.fetched };
+          });
+        const deleted = await ownPostings('doc0');
+        const reweighed = await ownPostings('doc1');
+        expect([deleted, reweighed]).toEqual([150, 150]); // 30 chunks each, all of one 5-word text
+
+        // Act: a delete of one document's rows, and an update giving another's rows the weights of a third text
+        const del = await readsOf(`DELETE FROM ${t} WHERE document_id = $1`, ['doc0']);
+        const upd = await readsOf(
+          `UPDATE ${t} SET bm25 = (SELECT bm25 FROM ${t} WHERE document_id = 'doc3' LIMIT 1) WHERE document_id = $1`,
+          ['doc1'],
+        );
+
+        // Assert: no scan of the postings, one posting fetched per posting removed, and the index still exact
+        expect(del).toEqual({ seq: 0, fetched: deleted });
+        expect(upd).toEqual({ seq: 0, fetched: reweighed });
+        expect((await store.checkIntegrity()).keywordIndexMismatch).toBe(0);
+      } finally {
+        await store.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
     it('a batch of new and changed rows keeps every posting; a writer whose avgdl is stale weighs with the collection’s', async () => {
       // Prepare: a collection, and a second store on it whose re-weighting will move the avgdl under the first
       const name = fresh();
@@ -354,7 +420,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       }
     });
 
-    it('a trigger function from the index’s first version (no setting to stand aside) is replaced by the next writer', async () => {
+    it('a trigger function of an older version (no setting to stand aside, or deletes without the bounded probe) is replaced by the next writer', async () => {
       // Prepare: a collection whose trigger function always writes postings, as the first version did
       const name = fresh();
       const first = await open(name);
@@ -379,6 +445,16 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
         await writer.addChunks(corpus(40, 4, 22).map((c, i) => ({ ...c, id: `again-${i}` })));
         // Assert: the function honours the setting again, and no posting was written twice
         expect(await source()).toContain(BULK_SETTING);
+        expect((await writer.checkIntegrity()).keywordIndexMismatch).toBe(0);
+        // And the next version: one that deletes postings without the bounded probe is replaced too
+        await getClient().query(
+          `CREATE OR REPLACE FUNCTION ${n.fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$ ${current.replaceAll(DELETE_PLAN_MARK, 'an older plan')} $fn$`,
+        );
+        expect(await source()).not.toContain(DELETE_PLAN_MARK);
+        const next = await open(name);
+        await next.deleteDocument('doc1');
+        await next.close();
+        expect(await source()).toContain(DELETE_PLAN_MARK);
         expect((await writer.checkIntegrity()).keywordIndexMismatch).toBe(0);
       } finally {
         await writer.close();

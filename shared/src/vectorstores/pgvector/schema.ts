@@ -7,6 +7,7 @@ import type { SqlClient } from '../sql-client.js';
 import { BM25_DIM } from './bm25.js';
 import {
   BULK_SETTING,
+  DELETE_PLAN_MARK,
   keywordIndexBackfill,
   keywordIndexDdl,
   keywordIndexDrop,
@@ -169,14 +170,15 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
      WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
        WHERE a.attrelid = to_regclass(quote_ident(w.t)) AND a.attname = w.c AND NOT a.attisdropped)
      UNION ALL SELECT i FROM unnest($3::text[]) AS i WHERE to_regclass(quote_ident(i)) IS NULL
-     UNION ALL SELECT $4 || ' (a version that honours ' || $5 || ')' WHERE NOT EXISTS (SELECT 1 FROM pg_proc p
-       WHERE p.oid = to_regprocedure($4) AND strpos(p.prosrc, $5) > 0)`,
+     UNION ALL SELECT $4 || ' (the version marked ' || array_to_string($5::text[], ', ') || ')'
+       WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = to_regprocedure($4)
+         AND (SELECT bool_and(strpos(p.prosrc, m) > 0) FROM unnest($5::text[]) AS m))`,
     [
       want.map(([table]) => table),
       want.map(([, col]) => col),
       indexes,
       `${t.kw.fn}()`,
-      BULK_SETTING,
+      [BULK_SETTING, DELETE_PLAN_MARK],
     ],
   );
   return res.rows.map((r) => r.missing);

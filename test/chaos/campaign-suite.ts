@@ -25,7 +25,13 @@ import {
 } from './harness.js';
 
 const DOCS = 60;
-const PARAGRAPHS = 50;
+/** Paragraphs per document of the kill campaign (3,636 chunks per version: dozens of embedding batches to kill in). */
+const PARAGRAPHS = 30;
+/**
+ * Paragraphs per document of the outage: the storm begins at the first ingest's last batch call, which must fall
+ * inside the second ingest's writes with some documents committed before it (6,060 chunks per version).
+ */
+const OUTAGE_PARAGRAPHS = 50;
 
 /**
  * The SIGKILL campaign and the embedding outage on one store, as a suite. Each store has its own test file so the
@@ -105,13 +111,13 @@ export function ingestionChaosSuite(
         const keys = docKeys(DOCS);
         const dir = join(root, 'outage');
         const versions: Versions = new Map();
-        await writeCorpus(dir, 'o1', keys, PARAGRAPHS);
+        await writeCorpus(dir, 'o1', keys, OUTAGE_PARAGRAPHS);
         await expectedVersions([dir], versions);
         const before = embeddingCalls(chaos.fake);
         const first = await ingestWith(target, chaos, dir, collection);
         expect(first.code, first.stderr).toBe(0);
         const calls = batchCalls(chaos.fake, before);
-        await writeCorpus(dir, 'o2', keys, PARAGRAPHS);
+        await writeCorpus(dir, 'o2', keys, OUTAGE_PARAGRAPHS);
         await expectedVersions([dir], versions);
         // Act: from the last batch call on (the second write), every request answers 503 — a storm mid-ingest
         const stormAt = embeddingCalls(chaos.fake) + (calls.at(-1) ?? 1);

@@ -27,6 +27,12 @@ export interface CreateAi4ragAppOptions {
   skipBundling?: boolean;
   /** Add the cdk-nag AwsSolutions checks (default true). */
   nag?: boolean;
+  /**
+   * CDK's built-in CloudFormation validation of the synthesized template (default true). It costs about 4.5 s the
+   * first time in a process (a WebAssembly rules engine); tests that only read the template's shape turn it off,
+   * the cdk-nag tests keep it.
+   */
+  cfnValidation?: boolean;
   /** Output directory of the cloud assembly (in-process use). */
   outdir?: string;
 }
@@ -64,6 +70,7 @@ export function createAi4ragApp(options: CreateAi4ragAppOptions = {}): Ai4ragApp
     : {};
   const app = new App({
     ...(inProcess ? { context } : {}),
+    ...(options.cfnValidation === false ? { builtinCloudFormationValidation: false } : {}),
     ...(options.outdir !== undefined ? { outdir: options.outdir } : {}),
   });
   const config = parseDeployConfig(readDeployContext(app.node), { baseDir: REPO_ROOT });

@@ -17,6 +17,7 @@ import {
   missingSchema,
   REGISTRY_TABLE,
   SCHEMA_LOCK_TIMEOUT_MS,
+  writerOnlySchema,
 } from './schema.js';
 
 /** A collection's registry row (`n`, `total`: the folded chunk count and token total). */
@@ -134,7 +135,10 @@ export async function openCollection(o: OpenCollectionOptions): Promise<OpenedCo
   // Schema changes only where something is missing (one catalogue read otherwise), and never by a reader:
   // DDL takes ACCESS EXCLUSIVE locks that would queue every search behind it.
   const missing = await missingSchema(c, o.t);
-  if (missing.length > 0) {
+  if (
+    missing.length > 0 &&
+    (o.createIfMissing || !missing.every((m) => writerOnlySchema(m, o.t)))
+  ) {
     if (!o.createIfMissing) {
       throw new VectorStoreError(
         `collection ${o.collectionName} needs a schema migration (missing ${missing.join(', ')}): ` +

@@ -185,6 +185,15 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
 }
 
 /**
+ * Whether a {@link missingSchema} entry matters to writers only: an older keyword-index trigger function keeps the
+ * postings exact for every write path it knows and reads do not use it, so a reader opens the collection as it
+ * is and the next writer replaces the function.
+ */
+export function writerOnlySchema(entry: string, t: CollectionTables): boolean {
+  return entry.startsWith(`${t.kw.fn}() `);
+}
+
+/**
  * Drops a collection's tables and its registry row (no-op for an unknown name). For tests and trial cleanup.
  * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
  * @example await dropPgCollection(client, 'ai4rag_trial_3');

@@ -170,9 +170,8 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
      WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
        WHERE a.attrelid = to_regclass(quote_ident(w.t)) AND a.attname = w.c AND NOT a.attisdropped)
      UNION ALL SELECT i FROM unnest($3::text[]) AS i WHERE to_regclass(quote_ident(i)) IS NULL
-     UNION ALL SELECT $4 || ' (the version marked ' || array_to_string($5::text[], ', ') || ')'
-       WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = to_regprocedure($4)
-         AND (SELECT bool_and(strpos(p.prosrc, m) > 0) FROM unnest($5::text[]) AS m))`,
+     UNION ALL SELECT $4 || ' (the version marked ' || m || ')' FROM unnest($5::text[]) AS m
+       WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = to_regprocedure($4) AND strpos(p.prosrc, m) > 0)`,
     [
       want.map(([table]) => table),
       want.map(([, col]) => col),
@@ -185,12 +184,13 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
 }
 
 /**
- * Whether a {@link missingSchema} entry matters to writers only: an older keyword-index trigger function keeps the
- * postings exact for every write path it knows and reads do not use it, so a reader opens the collection as it
- * is and the next writer replaces the function.
+ * Whether a {@link missingSchema} entry leaves the collection correct to open without a migration: a keyword-index
+ * trigger function that stands aside for the client's writes ({@link BULK_SETTING}) but deletes postings by the
+ * older plan keeps every posting exact, only slower to delete, so a reader opens the collection as it is and the
+ * next writer replaces the function. A function older still would write postings twice: that one is migrated.
  */
 export function writerOnlySchema(entry: string, t: CollectionTables): boolean {
-  return entry.startsWith(`${t.kw.fn}() `);
+  return entry === `${t.kw.fn}() (the version marked ${DELETE_PLAN_MARK})`;
 }
 
 /**

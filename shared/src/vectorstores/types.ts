@@ -142,7 +142,10 @@ export interface DeleteDocumentOptions {
 export interface BuildIndexOptions {
   /** Build even below the threshold. @default false */
   force?: boolean;
-  /** Give up when a lock is not granted within this many milliseconds (the build is retried later). @default 5000 */
+  /**
+   * Give up when a lock is not granted within this many milliseconds (the build is retried later): the table's,
+   * and on a server the database's build lock that another collection's build holds. @default 5000
+   */
   lockTimeoutMs?: number;
   /**
    * `maintenance_work_mem` of a build on a PostgreSQL server, e.g. `'2GB'` (a whole number of kB, MB or GB, from

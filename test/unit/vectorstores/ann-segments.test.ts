@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
 import {
   coverOf,
+  DATABASE_BUILD_LOCK,
   MAX_SEGMENTS,
   parseSegmentName,
   segmentName,
@@ -576,5 +577,61 @@ describe.skipIf(pgConfig === undefined)(
         await builder.close();
       }
     }, 120_000);
+
+    it("builds one index at a time in a database: a build waits for another collection's, before any work, and says so when that outlasts its lock timeout", async () => {
+      // Prepare: two collections, and a session holding the database's build lock as a running build does
+      const stamp = Date.now().toString(36);
+      const backend = backends[1] as Backend;
+      const open = async (name: string) => {
+        created.push([backend, name]);
+        const store = await PgVectorStore.create({
+          client: backend.client(),
+          embedder,
+          collectionName: name,
+          annMinRows: 0,
+        });
+        await store.addChunks(chunks(0, 300));
+        return store;
+      };
+      const [a, b] = [
+        await open(`ai4rag_seg_one_a_${stamp}`),
+        await open(`ai4rag_seg_one_b_${stamp}`),
+      ];
+      const holder = new pg.Client(clientOptions(pgConfig as NonNullable<typeof pgConfig>));
+      await holder.connect();
+      try {
+        await holder.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
+          DATABASE_BUILD_LOCK,
+        ]);
+        // Act: one build gives up after its lock timeout; another is let through when the lock is released
+        const started = performance.now();
+        const refused = await a.buildIndex({ lockTimeoutMs: 300 });
+        const waited = performance.now() - started;
+        const leftAfterRefusal = await hnswIndexes(backend.client(), a.collectionName);
+        const through = b.buildIndex({ lockTimeoutMs: 30_000 });
+        await new Promise((r) => setTimeout(r, 300));
+        await holder.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [
+          DATABASE_BUILD_LOCK,
+        ]);
+        const built = await through;
+        // And two collections' builds started together both finish, one after the other
+        const both = await Promise.all([a.buildIndex(), b.buildIndex({ force: true })]);
+        // Assess
+        expect(refused).toMatchObject({ built: false });
+        expect(refused.reason).toBe(
+          'another index build is running in this database (waited 300 ms; the next build tries again)',
+        );
+        expect(waited).toBeGreaterThanOrEqual(250);
+        expect(leftAfterRefusal).toEqual([]);
+        expect(built).toMatchObject({ built: true, reason: 'built', segments: 1 });
+        expect(both.map((r) => r.reason)).toEqual(['built', 'exists']);
+        expect(await hnswIndexes(backend.client(), a.collectionName)).toHaveLength(1);
+        await expectFindable(a, chunks(0, 300), backend.client());
+      } finally {
+        await holder.end();
+        await a.close();
+        await b.close();
+      }
+    });
   },
 );

@@ -23,6 +23,34 @@ const INDEX_BUILD_MEMORY = '256MB';
 /** Largest dimension pgvector's HNSW index accepts for `vector`; above it the store scans exactly. */
 export const MAX_HNSW_DIMENSION = 2000;
 
+/**
+ * The session advisory lock (its key, hashed) that one index build in a database holds: builds of different
+ * collections run one after another instead of each waiting for the other's snapshot.
+ */
+export const DATABASE_BUILD_LOCK = 'ai4rag:index-build';
+
+/** How often a build waiting for the database's build lock tries it again (ms). */
+const BUILD_LOCK_POLL_MS = 100;
+
+/**
+ * Takes the session advisory lock `key` on `c` within `ms` (tried every {@link BUILD_LOCK_POLL_MS} ms, each try
+ * a transaction of its own).
+ * @returns whether the lock was taken.
+ */
+async function tryLockWithin(c: SqlClient, key: string, ms: number): Promise<boolean> {
+  const until = performance.now() + ms;
+  for (;;) {
+    const res = await c.query<{ ok: boolean }>(
+      'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
+      [key],
+    );
+    if (res.rows[0]?.ok === true) return true;
+    const left = until - performance.now();
+    if (left <= 0) return false;
+    await new Promise((r) => setTimeout(r, Math.min(BUILD_LOCK_POLL_MS, left)));
+  }
+}
+
 const OPCLASS: Record<DistanceMetric, string> = {
   cosine: 'vector_cosine_ops',
   l2: 'vector_l2_ops',
@@ -421,7 +449,7 @@ export async function buildIndex(
     return done(false, rows, `below threshold (${rows} of ${annMinRows} rows): exact scan`);
   }
   const force = options.force === true;
-  let outcome: BuildOutcome | 'busy';
+  let outcome: BuildOutcome | 'busy' | 'queued';
   if (ctx.pglite || ctx.client.session === undefined) {
     outcome = await ctx.exclusive(() =>
       ctx.run('build index', () =>
@@ -435,17 +463,26 @@ export async function buildIndex(
         await c.query(`SET maintenance_work_mem = '${memory}'`);
         // One builder per collection (two concurrent builds deadlock): a session-level advisory lock, released
         // with the connection, which a session never returns to the pool.
-        const lock = await c.query<{ ok: boolean }>(
-          'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
-          [`${ctx.t.key}:index`],
-        );
-        if (lock.rows[0]?.ok !== true) return 'busy' as const;
+        if (!(await tryLockWithin(c, `${ctx.t.key}:index`, 0))) return 'busy' as const;
+        // Then one build at a time in the database, waited for here, before any work. A concurrent build of a
+        // partial index (every segment is one) waits for each older snapshot in the database, another collection's
+        // build among them, and gave up at lock_timeout after building the whole graph. The lock is tried, not
+        // waited for: a statement waiting on it would hold a snapshot that the running build waits for (deadlock).
+        const queued = !(await tryLockWithin(c, DATABASE_BUILD_LOCK, lockTimeoutMs));
+        if (queued) return 'queued' as const;
         return buildSegments(ctx, c, true, force, maxRows, options.merge === true);
       }),
     );
   }
   await ctx.run('check index', () => readAnnState(ctx.client, ctx.t, state));
   if (outcome === 'busy') return done(false, rows, 'being built by another session');
+  if (outcome === 'queued') {
+    return done(
+      false,
+      rows,
+      `another index build is running in this database (waited ${lockTimeoutMs} ms; the next build tries again)`,
+    );
+  }
   const built = ['built', 'converted', 'merged'].includes(outcome.reason);
   const result = done(built, rows, outcome.reason, outcome.indexed);
   if (built) {

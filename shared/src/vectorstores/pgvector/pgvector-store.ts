@@ -284,7 +284,8 @@ export class PgVectorStore implements VectorStore {
    * segment become a new segment (the first time, then from {@link SEGMENT_MIN_ROWS} rows or with `force`), and
    * segments beyond four are merged (`ann-index.ts`). On a PostgreSQL server it runs `CREATE INDEX CONCURRENTLY`
    * on its own connection with a lock timeout, so searches and writes go on meanwhile (rows outside a valid
-   * segment are scanned exactly); an invalid index left by a failed build is dropped and built again. On PGlite
+   * segment are scanned exactly), one build at a time in the database (a build that waited its lock timeout for
+   * another returns `built: false`); an invalid index left by a failed build is dropped and built again. On PGlite
    * (one connection) it is a plain `CREATE INDEX`.
    * @throws {VectorStoreError} when the build fails (a lock timeout included: try again later).
    */

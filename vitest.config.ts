@@ -38,6 +38,7 @@ const NEEDS_PROCESS = ['test/unit/readme-examples.test.ts'];
 export default defineConfig({
   test: {
     setupFiles: ['test/setup.ts'],
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores: PGlite instances are memory-heavy, keep parallelism modest.

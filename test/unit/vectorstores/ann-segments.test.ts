@@ -633,5 +633,47 @@ describe.skipIf(pgConfig === undefined)(
         await b.close();
       }
     });
+
+    it('a build that an older transaction outlasts gives up at its lock timeout with a clear error, and the next build replaces what it left', async () => {
+      // Prepare: a collection, and another session's transaction holding a snapshot older than the build
+      const name = `ai4rag_seg_old_tx_${Date.now().toString(36)}`;
+      const backend = backends[1] as Backend;
+      created.push([backend, name]);
+      const store = await PgVectorStore.create({
+        client: backend.client(),
+        embedder,
+        collectionName: name,
+        annMinRows: 0,
+      });
+      const holder = new pg.Client(clientOptions(pgConfig as NonNullable<typeof pgConfig>));
+      await holder.connect();
+      try {
+        await store.addChunks(chunks(0, 300));
+        await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await holder.query('SELECT 1');
+        // Act
+        const failed = await store.buildIndex({ lockTimeoutMs: 500 }).then(
+          () => 'built',
+          (error: Error) => error.message,
+        );
+        await holder.query('COMMIT');
+        const again = await store.buildIndex();
+        // Assess
+        expect(failed).toBe(
+          `index build on collection ${name} gave up after waiting 500 ms for a lock or for a transaction older than it to end (lock timeout): searches scan the rows it did not index exactly, and the next build drops what it left and tries again`,
+        );
+        expect(again).toMatchObject({ built: true, reason: 'built', segments: 1 });
+        const valid = await backend.client().query<{ valid: boolean }>(
+          `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              WHERE c.relname = ANY($1)`,
+          [(await hnswIndexes(backend.client(), name)).map((i) => i.name)],
+        );
+        expect(valid.rows).toEqual([{ valid: true }]);
+        await expectFindable(store, chunks(0, 300), backend.client());
+      } finally {
+        await holder.end();
+        await store.close();
+      }
+    });
   },
 );

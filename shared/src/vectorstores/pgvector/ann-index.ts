@@ -14,7 +14,7 @@ import type { BuildIndexOptions, DistanceMetric, IndexBuildResult } from '../typ
 import { N_TERM } from './bm25-stats.js';
 import type { CollectionTables } from './names.js';
 import { REGISTRY_TABLE } from './schema.js';
-import { checkNumber, type StoreContext } from './store-context.js';
+import { checkNumber, type StoreContext, sqlState } from './store-context.js';
 
 /** How often a store reads the catalogue for segments another process built or merged. */
 const ANN_RECHECK_MS = 30_000;
@@ -28,6 +28,9 @@ export const MAX_HNSW_DIMENSION = 2000;
  * collections run one after another instead of each waiting for the other's snapshot.
  */
 export const DATABASE_BUILD_LOCK = 'ai4rag:index-build';
+
+/** SQLSTATE of a lock wait that reached lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 /** How often a build waiting for the database's build lock tries it again (ms). */
 const BUILD_LOCK_POLL_MS = 100;
@@ -470,7 +473,17 @@ export async function buildIndex(
         // waited for: a statement waiting on it would hold a snapshot that the running build waits for (deadlock).
         const queued = !(await tryLockWithin(c, DATABASE_BUILD_LOCK, lockTimeoutMs));
         if (queued) return 'queued' as const;
-        return buildSegments(ctx, c, true, force, maxRows, options.merge === true);
+        try {
+          return await buildSegments(ctx, c, true, force, maxRows, options.merge === true);
+        } catch (error: unknown) {
+          if (sqlState(error) !== LOCK_NOT_AVAILABLE) throw error;
+          throw new VectorStoreError(
+            `index build on collection ${ctx.collectionName} gave up after waiting ${lockTimeoutMs} ms for a lock or ` +
+              'for a transaction older than it to end (lock timeout): searches scan the rows it did not index ' +
+              'exactly, and the next build drops what it left and tries again',
+            { cause: error },
+          );
+        }
       }),
     );
   }

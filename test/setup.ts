@@ -1,5 +1,5 @@
 // Test-wide setup: keep tests offline and quiet, and on a PostgreSQL server give each test worker its own
-// database (made by test/global-setup.ts; `workerDatabase` in test/support/pg.ts says why).
+// database (made by test/global-setup.ts; `prepareWorkerDatabases` in test/support/pg.ts says why).
 process.env.AI4RAG_LOG_LEVEL ??= 'silent';
 const workerDb = process.env.AI4RAG_TEST_WORKER_DB;
 const slot = process.env.VITEST_POOL_ID;

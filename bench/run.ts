@@ -468,6 +468,9 @@ if (process.argv.includes('--scale')) {
 } else if (process.argv.includes('--probe')) {
   const { probeCollection } = await import('./corpus-probe.js');
   await probeCollection(process.argv.slice(2));
+} else if (process.argv.includes('--builds')) {
+  const { runBuilds } = await import('./builds.js');
+  await runBuilds(process.argv.slice(2));
 } else if (process.argv.includes('--hnsw')) {
   const { runHnsw } = await import('./hnsw.js');
   await runHnsw(process.argv.slice(2));

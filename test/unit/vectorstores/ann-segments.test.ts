@@ -614,7 +614,8 @@ describe.skipIf(pgConfig === undefined)(
           DATABASE_BUILD_LOCK,
         ]);
         const built = await through;
-        // And two collections' builds started together both finish, one after the other
+        // And two collections' builds started together, each with rows to index, both finish, one after the other
+        await b.addChunks(chunks(300, 100));
         const both = await Promise.all([a.buildIndex(), b.buildIndex({ force: true })]);
         // Assess
         expect(refused).toMatchObject({ built: false });
@@ -624,7 +625,10 @@ describe.skipIf(pgConfig === undefined)(
         expect(waited).toBeGreaterThanOrEqual(250);
         expect(leftAfterRefusal).toEqual([]);
         expect(built).toMatchObject({ built: true, reason: 'built', segments: 1 });
-        expect(both.map((r) => r.reason)).toEqual(['built', 'exists']);
+        expect(both.map((r) => [r.reason, r.indexed])).toEqual([
+          ['built', 300],
+          ['built', 100],
+        ]);
         expect(await hnswIndexes(backend.client(), a.collectionName)).toHaveLength(1);
         await expectFindable(a, chunks(0, 300), backend.client());
       } finally {

@@ -470,6 +470,26 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
 describe.skipIf(pgConfig === undefined)(
   'HNSW segments under concurrent writers (PostgreSQL server)',
   () => {
+    /** A collection on the server with `annMinRows` 0 (dropped after the file), holding `rows` chunks. */
+    const openOnServer = async (name: string, rows = 0): Promise<PgVectorStore> => {
+      const backend = backends[1] as Backend;
+      created.push([backend, name]);
+      const store = await PgVectorStore.create({
+        client: backend.client(),
+        embedder,
+        collectionName: name,
+        annMinRows: 0,
+      });
+      if (rows > 0) await store.addChunks(chunks(0, rows));
+      return store;
+    };
+    /** Another session on the server (its own connection, outside the store's pool). */
+    const otherSession = async (): Promise<pg.Client> => {
+      const c = new pg.Client(clientOptions(pgConfig as NonNullable<typeof pgConfig>));
+      await c.connect();
+      return c;
+    };
+
     it('drops the invalid index a failed concurrent build left under a segment name, and builds that segment again', async () => {
       // Prepare: a concurrent build that fails half way leaves an invalid index behind (as a killed builder does).
       // A unique index over duplicate values fails that way deterministically; it takes the name of the next segment.
@@ -582,23 +602,9 @@ describe.skipIf(pgConfig === undefined)(
       // Prepare: two collections, and a session holding the database's build lock as a running build does
       const stamp = Date.now().toString(36);
       const backend = backends[1] as Backend;
-      const open = async (name: string) => {
-        created.push([backend, name]);
-        const store = await PgVectorStore.create({
-          client: backend.client(),
-          embedder,
-          collectionName: name,
-          annMinRows: 0,
-        });
-        await store.addChunks(chunks(0, 300));
-        return store;
-      };
-      const [a, b] = [
-        await open(`ai4rag_seg_one_a_${stamp}`),
-        await open(`ai4rag_seg_one_b_${stamp}`),
-      ];
-      const holder = new pg.Client(clientOptions(pgConfig as NonNullable<typeof pgConfig>));
-      await holder.connect();
+      const a = await openOnServer(`ai4rag_seg_one_a_${stamp}`, 300);
+      const b = await openOnServer(`ai4rag_seg_one_b_${stamp}`, 300);
+      const holder = await otherSession();
       try {
         await holder.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
           DATABASE_BUILD_LOCK,
@@ -642,17 +648,9 @@ describe.skipIf(pgConfig === undefined)(
       // Prepare: a collection, and another session's transaction holding a snapshot older than the build
       const name = `ai4rag_seg_old_tx_${Date.now().toString(36)}`;
       const backend = backends[1] as Backend;
-      created.push([backend, name]);
-      const store = await PgVectorStore.create({
-        client: backend.client(),
-        embedder,
-        collectionName: name,
-        annMinRows: 0,
-      });
-      const holder = new pg.Client(clientOptions(pgConfig as NonNullable<typeof pgConfig>));
-      await holder.connect();
+      const store = await openOnServer(name, 300);
+      const holder = await otherSession();
       try {
-        await store.addChunks(chunks(0, 300));
         await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
         await holder.query('SELECT 1');
         // Act

@@ -2,7 +2,9 @@
  * Per-command help (`ai4rag <cmd> --help`, `ai4rag help <cmd>`), the global help's command list, and the global
  * options: each command takes or refuses each one, never silently ignores it.
  */
+import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_HELP, documentedOptions, OPTION_HELP } from '../../../bin/cli/help.js';
 import { COMMAND_OPTIONS, main } from '../../../bin/cli/main.js';
@@ -37,6 +39,25 @@ describe('CLI help', () => {
       expect(help.out.join('\n')).toMatch(/^ {2}-V, --version {2,}/m);
     },
   );
+
+  it('the installed command answers --version, -V and version with the same line as main', async () => {
+    // Arrange: the real entry point, which answers these before loading tsx and the CLI.
+    const bin = fileURLToPath(new URL('../../../bin/ai4rag.mjs', import.meta.url));
+    const expected = capture();
+    await main(['--version'], expected.io);
+
+    // Act
+    const runs = ['--version', '-V', 'version'].map((a) =>
+      spawnSync(process.execPath, [bin, a], { encoding: 'utf8', env: { PATH: process.env.PATH } }),
+    );
+
+    // Assess
+    for (const r of runs) {
+      expect(r.status).toBe(0);
+      expect(r.stdout).toBe(`${expected.out.join('\n')}\n`);
+      expect(r.stderr).toBe('');
+    }
+  });
 
   it('lists every command in the global help', async () => {
     // Arrange

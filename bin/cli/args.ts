@@ -1,3 +1,5 @@
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '../../shared/src/errors.js';
 import { validateMetadataFilter } from '../../shared/src/vectorstores/filter.js';
@@ -108,4 +110,31 @@ export function filterFlag(p: Parsed, name: string): MetadataFilter | undefined 
   } catch (error: unknown) {
     throw new ValidationError(`--${name}: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** Why a folder could not be created, in words, from the error's code. */
+function mkdirReason(code: string | undefined): string {
+  if (code === 'EEXIST' || code === 'ENOTDIR') return 'a file is in the way';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EROFS') return 'the file system is read-only';
+  return code ?? 'it cannot be created';
+}
+
+/**
+ * Creates the data directory `given` (as the user typed it; `--data-dir` or its default) if it does not exist and
+ * returns its absolute path.
+ * @throws {ValidationError} naming `given` and the reason when it cannot be a directory (exit 2, nothing started).
+ */
+export async function ensureDataDir(given: string): Promise<string> {
+  const dir = resolve(given);
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (error) {
+    const reason = mkdirReason((error as NodeJS.ErrnoException).code);
+    const where = dir === given ? '' : ` (${dir})`;
+    throw new ValidationError(`--data-dir ${given}: not a usable directory${where}: ${reason}`, {
+      cause: error,
+    });
+  }
+  return dir;
 }

@@ -4,8 +4,6 @@
  * `ai4rag ask --pattern FILE`, answered by its POST /generate route with the pattern served as `serve --pattern`
  * serves it ({@link patternEnv}).
  */
-import { mkdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { localContext } from '../../functions/_shared/local.js';
@@ -15,7 +13,7 @@ import type { ChatResponse, GenerateResponse } from '../../shared/src/api/schema
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { Ai4ragError, ValidationError } from '../../shared/src/errors.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
-import { filterFlag, flag, int, oneOf, type Parsed, str } from './args.js';
+import { ensureDataDir, filterFlag, flag, int, oneOf, type Parsed, str } from './args.js';
 import { CHAT_OPTIONS } from './option-specs.js';
 import { cliPrices } from './prices.js';
 import { patternEnv } from './serve.js';
@@ -85,8 +83,7 @@ async function handlerFor(p: Parsed): Promise<{
     ...(pattern !== undefined && patternEnv(pattern, collection)),
   };
   const prices = await cliPrices(p);
-  const dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
-  await mkdir(dataDir, { recursive: true });
+  const dataDir = await ensureDataDir(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
   let runtime: LocalRuntime;
   try {
     runtime = createLocalRuntime({ dataDir, env, store });

@@ -3,8 +3,7 @@
  * `ai4rag collections drop <name> [--yes]` (its tables and registry row), and the confirmation both `collections
  * drop` and `documents delete` ask for.
  */
-import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import pg from 'pg';
 import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
@@ -25,7 +24,7 @@ import {
   openPglite,
   type SqlClient,
 } from '../../shared/src/vectorstores/sql-client.js';
-import { flag, oneOf, type Parsed, str } from './args.js';
+import { ensureDataDir, flag, oneOf, type Parsed, str } from './args.js';
 
 type Io = {
   out(line: string): void;
@@ -78,8 +77,7 @@ async function openSql(p: Parsed): Promise<SqlClient> {
     });
     return fromPgPool(pool, { ownsPool: true });
   }
-  const dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
-  await mkdir(dataDir, { recursive: true });
+  const dataDir = await ensureDataDir(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
   return openPglite({ dataDir: join(dataDir, 'pglite') });
 }
 

@@ -1,4 +1,4 @@
-import { mkdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import {
   screenedSearch,
@@ -56,6 +56,7 @@ import type {
   VectorStore,
 } from '../../shared/src/vectorstores/types.js';
 import {
+  ensureDataDir,
   filterFlag,
   flag,
   GLOBAL_OPTIONS,
@@ -521,8 +522,7 @@ async function openSession(p: Parsed, options: SessionOptions = {}): Promise<Ses
   );
   let dataDir: string | undefined;
   if (kind === 'pglite' && !options.inMemory) {
-    dataDir = resolve(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
-    await mkdir(dataDir, { recursive: true });
+    dataDir = await ensureDataDir(str(p, 'data-dir') ?? DEFAULT_DATA_DIR);
   }
   const store = await openStore({
     kind,

@@ -4,7 +4,6 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
@@ -24,7 +23,7 @@ import { DEFAULT_DATA_DIR, ENV } from '../../shared/src/config.js';
 import { ValidationError } from '../../shared/src/errors.js';
 import { readStatus } from '../../shared/src/ingest/knowledge-base.js';
 import { STORE_KINDS, type StoreKind } from '../../shared/src/runtime/open-store.js';
-import { int, oneOf, parse, str } from './args.js';
+import { ensureDataDir, int, oneOf, parse, str } from './args.js';
 import { poolFor, usePool, workersOption } from './cpu-runtime.js';
 import { SERVE_OPTIONS } from './option-specs.js';
 import { cliPrices } from './prices.js';
@@ -259,8 +258,7 @@ function send(res: ServerResponse, result: APIGatewayProxyResult): void {
  * @example const { url, close } = await startServer({ dataDir: '.ai4rag', port: 0, token: 't' });
  */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
-  const dataDir = resolve(options.dataDir);
-  await mkdir(dataDir, { recursive: true });
+  const dataDir = await ensureDataDir(options.dataDir);
   const runtime = createLocalRuntime({
     dataDir,
     ...(options.documentsDir && { documentsDir: resolve(options.documentsDir) }),

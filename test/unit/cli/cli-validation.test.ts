@@ -2,10 +2,12 @@
  * Usage and input-validation errors of the CLI: exit code 2, reported before any work starts, naming the flag or
  * the field the user typed (not the internal camelCase names).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../../bin/cli/main.js';
 import { buildKeyIndex, resolveDocumentKey } from '../../../shared/src/documents/keys.js';
@@ -143,6 +145,54 @@ describe('CLI validation errors', () => {
       expect(c.err.join('\n')).toContain(message.replace('FILE', file));
     },
   );
+
+  it.each([
+    [['ingest', 'DOCS'], 'FILE/sub'],
+    [['search', 'leave'], 'FILE'],
+    [['documents'], 'FILE/sub'],
+    [['collections', 'list'], 'FILE'],
+  ])(
+    '%j refuses a --data-dir a file is in the way of with exit 2, naming what was typed',
+    async (args, typed) => {
+      // Arrange: a regular file where the data directory (or one of its parents) would be
+      const file = await write('not-a-folder', 'x');
+      const given = typed.replace('FILE', file);
+      const c = capture();
+
+      // Act
+      const code = await main(
+        [...args.map((a) => (a === 'DOCS' ? docs : a)), '--data-dir', given],
+        c.io,
+      );
+
+      // Assess
+      expect(code).toBe(2);
+      expect(c.err).toEqual([
+        `ai4rag ${args[0]}: --data-dir ${given}: not a usable directory: a file is in the way`,
+      ]);
+      expect(c.out).toEqual([]);
+    },
+  );
+
+  it('names the folder a relative --data-dir resolved to (the installed command, run in another folder)', async () => {
+    // Arrange
+    await write('in-the-way', 'x');
+    const bin = fileURLToPath(new URL('../../../bin/ai4rag.mjs', import.meta.url));
+
+    // Act
+    const run = spawnSync(process.execPath, [bin, 'stats', '--data-dir', 'in-the-way'], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+
+    // Assess
+    expect(run.status).toBe(2);
+    expect(run.stderr).toBe(
+      `ai4rag stats: --data-dir in-the-way: not a usable directory (${join(dir, 'in-the-way')}): a file is in the way\n`,
+    );
+    expect(run.stdout).toBe('');
+  });
 
   it('refuses a --docs folder without files with exit 2', async () => {
     // Arrange

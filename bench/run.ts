@@ -15,6 +15,8 @@
  * 4. (`--serve`) `ai4rag serve` under concurrent load, with a health check on new connections (bench/serve-load.ts).
  * 5. (`--pglite`, and in the full run) Opening a new PGlite database, in memory and in a new data directory, by
  *    initdb and from the template (`pglite-template.ts`), alternating, in one warm process: medians and ratio.
+ *    (`--memfs`, and in the full run) An in-memory collection written with MEMFS's file growth and with the
+ *    amortized growth `openPglite` installs, alternating: medians and ratio (bench/memfs.ts).
  * 6. (`--trials`) `ai4rag experiment` with `--trial-concurrency` 1 and 2, side by side (bench/trials.ts).
  * 9. (`--write-corpus FILE`, `--probe COLLECTION`) the `--scale` corpus as a `.jsonl` file for the CLI, and search
  *    latency on an existing collection (bench/corpus-probe.ts).
@@ -478,10 +480,14 @@ if (process.argv.includes('--scale')) {
   await bundleSizes();
 } else if (process.argv.includes('--pglite')) {
   await pgliteOpen();
+} else if (process.argv.includes('--memfs')) {
+  const { runMemfs } = await import('./memfs.js');
+  await runMemfs(process.argv.slice(2));
 } else if (INGEST_ONLY) {
   await main();
 } else {
   await main();
   await pgliteOpen();
+  await (await import('./memfs.js')).runMemfs([]);
   await bundleSizes();
 }

@@ -22,6 +22,12 @@ export interface PgliteConfig {
    * @default pgliteTemplateSetting() (AI4RAG_PGLITE_TEMPLATE, else a file in the OS temp folder)
    */
   template?: string | false;
+  /**
+   * In memory, grow files geometrically (`pglite-memfs.ts`) instead of MEMFS's 1.125× and exact resizes. Off only
+   * to measure the difference (`npm run bench -- --memfs`).
+   * @default true
+   */
+  amortizedGrowth?: boolean;
 }
 
 /**

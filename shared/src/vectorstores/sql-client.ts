@@ -8,6 +8,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { PgliteConfig } from './config.js';
 import { DataDirInUseError, VectorStoreError } from './errors.js';
+import { amortizeMemfsGrowth } from './pglite-memfs.js';
 import {
   discardPgliteTemplate,
   type PgliteOrigin,
@@ -332,6 +333,7 @@ export async function openPglite(config: PgliteConfig = {}): Promise<PgliteSqlCl
     } else {
       db = await create();
     }
+    if (config.dataDir === undefined && config.amortizedGrowth !== false) amortizeMemfsGrowth(db);
     await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
     if (origin === 'initdb' && templatePath !== false) {
       // Nothing but the extension has run here yet: this database is the next one's template.

@@ -74,7 +74,11 @@ function testFiles(dir: string): string[] {
  * what they change (mocks, servers, temporary folders).
  */
 const SHARES_A_THREAD = testFiles('test').filter(
-  (f) => !NEEDS_OWN_THREAD.test(readFileSync(f, 'utf8')),
+  (f) =>
+    !NEEDS_OWN_THREAD.test(readFileSync(f, 'utf8')) &&
+    !/^test\/(chaos|deployed)\//.test(f) &&
+    !NEEDS_OWN_GRAPH.includes(f) &&
+    !NEEDS_PROCESS.includes(f),
 );
 
 export default defineConfig({
@@ -93,7 +97,6 @@ export default defineConfig({
         test: {
           name: 'shared',
           include: SHARES_A_THREAD,
-          exclude: NEEDS_OWN_GRAPH,
           pool: 'threads',
           isolate: false,
         },

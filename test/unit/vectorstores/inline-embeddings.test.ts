@@ -1,0 +1,182 @@
+/**
+ * A collection keeps its embeddings in the chunk rows (STORAGE MAIN), so an exact vector scan reads the table's pages
+ * and nothing else: with pgvector's default (EXTERNAL) a row with a 384-dimension vector, its text and its BM25
+ * weights passes the ~2 kB TOAST threshold and every scanned row costs three more buffer reads from the TOAST table.
+ * A collection written before is opened by a reader as it is and migrated by its next writer. PGlite in process, and
+ * the real server when PGVECTOR_HOST is set.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
+import {
+  dropPgCollection,
+  PgVectorStore,
+} from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
+import {
+  fromPgPool,
+  openPglite,
+  type SqlClient,
+} from '../../../shared/src/vectorstores/sql-client.js';
+import { clientOptions, probePgServer } from '../../support/pg.js';
+import { makeChunk } from './contract.js';
+import { createHashEmbedder } from './fake-embedder.js';
+
+const embedder = createHashEmbedder({ dimension: 384 });
+const ROWS = 120;
+
+/** Chunks of about 700 characters: with their 1,544-byte vectors the rows pass the TOAST threshold. */
+function chunks(prefix: string, count: number) {
+  return Array.from({ length: count }, (_, i) =>
+    makeChunk(
+      `${prefix}-${i % 12}.md`,
+      Math.floor(i / 12),
+      Array.from(
+        { length: 40 },
+        (_, w) => `${prefix}w${(i * 7 + w * 13) % 97} term${(i + w) % 31} v${w}`,
+      ).join(' '),
+    ),
+  );
+}
+
+/**
+ * Buffers an exact scan of the whole table reads (EXPLAIN ANALYZE, BUFFERS), and the table's own pages: with the
+ * vectors in the rows the first is at most the second (plus the few pages of the staged-writes check).
+ */
+async function scanCost(
+  client: SqlClient,
+  name: string,
+): Promise<{ buffers: number; pages: number }> {
+  const t = collectionTables(name);
+  const query = `[${(await embedder.embedQuery('w1 term2')).join(',')}]`;
+  const plan = await client.query<{ 'QUERY PLAN': unknown }>(
+    `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+     SELECT id FROM ${t.table} WHERE ${t.visible} ORDER BY embedding <=> '${query}'::vector LIMIT 10`,
+  );
+  const raw = plan.rows[0]?.['QUERY PLAN'];
+  const root = (typeof raw === 'string' ? JSON.parse(raw) : raw) as {
+    Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number };
+  }[];
+  const top = root[0]?.Plan;
+  const pages = await client.query<{ pages: string }>(
+    `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::int AS pages`,
+    [t.table.slice(1, -1)],
+  );
+  return {
+    buffers: (top?.['Shared Hit Blocks'] ?? 0) + (top?.['Shared Read Blocks'] ?? 0),
+    pages: Number(pages.rows[0]?.pages),
+  };
+}
+
+const storage = async (client: SqlClient, name: string) =>
+  (
+    await client.query<{ s: string }>(
+      `SELECT attstorage AS s FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'embedding'`,
+      [collectionTables(name).table.slice(1, -1)],
+    )
+  ).rows[0]?.s;
+
+function suite(label: string, connect: () => Promise<SqlClient>): void {
+  describe(`embeddings kept in the rows on ${label}`, () => {
+    let client: SqlClient;
+    const run = Date.now().toString(36);
+    const names: string[] = [];
+    const fresh = (tag: string) => {
+      const name = `ai4rag_inline_${tag}_${run}`;
+      names.push(name);
+      return name;
+    };
+    beforeAll(async () => {
+      client = await connect();
+    });
+    afterAll(async () => {
+      for (const name of names) await dropPgCollection(client, name).catch(() => undefined);
+      await client.close();
+    });
+
+    it('a new collection keeps its vectors in its rows: an exact scan reads no more buffers than the table has pages', async () => {
+      // Prepare
+      const name = fresh('new');
+      const store = await PgVectorStore.create({ client, embedder, collectionName: name });
+      // Act
+      await store.addChunks(chunks('a', ROWS));
+      const cost = await scanCost(client, name);
+      const hits = await store.search('aw5 term3', { k: 5 });
+      // Assert
+      expect(await storage(client, name)).toBe('m');
+      expect(cost.pages).toBeGreaterThan(0);
+      expect(cost.buffers).toBeLessThanOrEqual(cost.pages + 4);
+      expect(hits).toHaveLength(5);
+      await store.close();
+    });
+
+    it('a collection written with its vectors out of line: a reader opens it as it is, the next writer migrates it and VACUUM FULL brings the old rows in', async () => {
+      // Prepare: a collection as an earlier version left it (pgvector's EXTERNAL storage), with rows
+      const name = fresh('old');
+      const t = collectionTables(name);
+      const first = await PgVectorStore.create({ client, embedder, collectionName: name });
+      await client.query(`ALTER TABLE ${t.table} ALTER COLUMN embedding SET STORAGE EXTERNAL`);
+      await first.addChunks(chunks('b', ROWS));
+      await first.close();
+      const before = await scanCost(client, name);
+      // The premise: out of line, every row's vector is a TOAST fetch (its index and heap: two buffers or more a row)
+      expect(before.buffers).toBeGreaterThanOrEqual(before.pages + 2 * ROWS);
+
+      // Act 1: a reader opens it (no migration asked of it) and searches
+      const reader = await PgVectorStore.create({
+        client,
+        embedder,
+        collectionName: name,
+        createIfMissing: false,
+      });
+      const seen = await reader.search('bw5 term3', { k: 5 });
+      await reader.close();
+      // Assert 1: unchanged, and the search answered
+      expect(seen).toHaveLength(5);
+      expect(await storage(client, name)).toBe('e');
+
+      // Act 2: a writer opens it and adds rows
+      const log: string[] = [];
+      const writer = await PgVectorStore.create({
+        client,
+        embedder,
+        collectionName: name,
+        logger: (m) => log.push(m),
+      });
+      await writer.addChunks(chunks('c', ROWS));
+      // Assert 2: migrated, said so (naming the table and the rewrite), and the search finds old and new rows alike
+      expect(await storage(client, name)).toBe('m');
+      expect(log.filter((m) => m.includes('kept in the chunk table'))).toEqual([
+        `collection ${name}: embeddings of new rows are kept in the chunk table's rows (exact scans and index builds read no TOAST); rows written before keep theirs in the TOAST table until VACUUM FULL ${t.table} rewrites them`,
+      ]);
+      expect((await writer.search('bw5 term3', { k: 5 })).map((h) => h.id)).toEqual(
+        seen.map((h) => h.id),
+      );
+      const mixed = await scanCost(client, name);
+      // Only the old rows still fetch their vectors from TOAST (the new ones would double the fetches)
+      expect(mixed.buffers).toBeGreaterThanOrEqual(mixed.pages + 2 * ROWS);
+      expect(mixed.buffers).toBeLessThan(mixed.pages + 4 * ROWS);
+
+      // Act 3: the rewrite the message names
+      await client.query(`VACUUM FULL ${t.table}`);
+      const after = await scanCost(client, name);
+      // Assert 3: every vector in its row, the results the same, every posting still matching its row
+      expect(after.buffers).toBeLessThanOrEqual(after.pages + 4);
+      expect((await writer.search('bw5 term3', { k: 5 })).map((h) => h.id)).toEqual(
+        seen.map((h) => h.id),
+      );
+      expect(await writer.checkIntegrity()).toMatchObject({
+        chunks: 2 * ROWS,
+        keywordIndexMismatch: 0,
+      });
+      await writer.close();
+    });
+  });
+}
+
+suite('PGlite', () => openPglite({}));
+
+const server = await probePgServer(2000);
+if (server !== undefined) {
+  suite('a PostgreSQL server', async () =>
+    fromPgPool(new pg.Pool(clientOptions(server)), { ownsPool: true }));
+}

@@ -259,12 +259,18 @@ function topPostings(n: KeywordIndexNames): string {
       SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3) p`;
 }
 
-/** The candidates `cand(rid)` rescored exactly from their `bm25` column (`$5`), visible and filtered, top `$6`. */
+/**
+ * The candidates `cand(rid)` rescored exactly from their `bm25` column (`$5`), visible and filtered, top `$6`. Each
+ * candidate is one probe of the row-id index: the subquery is LATERAL and fenced (`OFFSET 0`), so the planner cannot
+ * turn it into a hash join over a scan of the whole chunk table, which it did on a table not yet analysed (a new
+ * collection: an experiment's trial searches one seconds after writing it) once the rows were wide enough.
+ */
 function rescore(n: KeywordIndexNames, visible: string, extra: string): string {
   const t = n.table;
-  return `SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
-      FROM cand JOIN ${t} ON ${t}.rid = cand.rid WHERE ${visible} ${extra}
-      ORDER BY score DESC, ${t}.id LIMIT $6`;
+  return `SELECT r.id, r.content, r.metadata, r.score FROM cand CROSS JOIN LATERAL (
+        SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
+        FROM ${t} WHERE ${t}.rid = cand.rid AND ${visible} ${extra} OFFSET 0) r
+      ORDER BY r.score DESC, r.id LIMIT $6`;
 }
 
 /**

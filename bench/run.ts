@@ -20,6 +20,8 @@
  * 6. (`--trials`) `ai4rag experiment` with `--trial-concurrency` 1 and 2, side by side (bench/trials.ts).
  * 9. (`--write-corpus FILE`, `--probe COLLECTION`) the `--scale` corpus as a `.jsonl` file for the CLI, and search
  *    latency on an existing collection (bench/corpus-probe.ts).
+ * 10. (`--storage`) where a collection keeps its embeddings: in the rows (now) against pgvector's default (TOAST),
+ *    side by side: ingest, exact-scan, keyword and hybrid latency, HNSW build, size (bench/storage.ts).
  * 8. (`--hnsw`) pgvector's HNSW index in plain SQL: quality by ef_search on SciFact, build against insert rates,
  *    probe latency (bench/hnsw.ts).
  * 7. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
@@ -473,6 +475,9 @@ if (process.argv.includes('--scale')) {
 } else if (process.argv.includes('--builds')) {
   const { runBuilds } = await import('./builds.js');
   await runBuilds(process.argv.slice(2));
+} else if (process.argv.includes('--storage')) {
+  const { runStorage } = await import('./storage.js');
+  await runStorage(process.argv.slice(2));
 } else if (process.argv.includes('--hnsw')) {
   const { runHnsw } = await import('./hnsw.js');
   await runHnsw(process.argv.slice(2));

@@ -1,6 +1,6 @@
 /**
- * A collection keeps its embeddings in the chunk rows (STORAGE MAIN), so an exact vector scan reads the table's pages
- * and nothing else: with pgvector's default (EXTERNAL) a row with a 384-dimension vector, its text and its BM25
+ * A collection keeps its embeddings and BM25 weights in the chunk rows (STORAGE MAIN), so an exact vector scan (and a
+ * keyword candidate's rescoring) reads the table's pages and nothing else: with pgvector's default (EXTERNAL) a row with a 384-dimension vector, its text and its BM25
  * weights passes the ~2 kB TOAST threshold and every scanned row costs three more buffer reads from the TOAST table.
  * A collection written before is opened by a reader as it is and migrated by its next writer. PGlite in process, and
  * the real server when PGVECTOR_HOST is set.
@@ -39,18 +39,24 @@ function chunks(prefix: string, count: number) {
 }
 
 /**
- * Buffers an exact scan of the whole table reads (EXPLAIN ANALYZE, BUFFERS), and the table's own pages: with the
- * vectors in the rows the first is at most the second (plus the few pages of the staged-writes check).
+ * Buffers a scan of the whole table reads (EXPLAIN ANALYZE, BUFFERS), and the table's own pages: with the vectors in
+ * the rows the first is at most the second (plus the few pages of the staged-writes check). `of` is what the scan
+ * reads of every row: the embedding (an exact vector search) or the BM25 weights (what a keyword candidate's
+ * rescoring reads).
  */
 async function scanCost(
   client: SqlClient,
   name: string,
+  of: 'embedding' | 'bm25' = 'embedding',
 ): Promise<{ buffers: number; pages: number }> {
   const t = collectionTables(name);
   const query = `[${(await embedder.embedQuery('w1 term2')).join(',')}]`;
   const plan = await client.query<{ 'QUERY PLAN': unknown }>(
-    `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-     SELECT id FROM ${t.table} WHERE ${t.visible} ORDER BY embedding <=> '${query}'::vector LIMIT 10`,
+    of === 'embedding'
+      ? `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+     SELECT id FROM ${t.table} WHERE ${t.visible} ORDER BY embedding <=> '${query}'::vector LIMIT 10`
+      : `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+     SELECT max(bm25 <#> '{1:1}/1000000000'::sparsevec) FROM ${t.table} WHERE ${t.visible}`,
   );
   const raw = plan.rows[0]?.['QUERY PLAN'];
   const root = (typeof raw === 'string' ? JSON.parse(raw) : raw) as {
@@ -67,13 +73,17 @@ async function scanCost(
   };
 }
 
+/** The storage of the embedding and BM25 columns, e.g. `m m` (MAIN) or `e e` (EXTERNAL). */
 const storage = async (client: SqlClient, name: string) =>
   (
     await client.query<{ s: string }>(
-      `SELECT attstorage AS s FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'embedding'`,
+      `SELECT attstorage AS s FROM pg_attribute
+       WHERE attrelid = $1::regclass AND attname IN ('embedding', 'bm25') ORDER BY attname DESC`,
       [collectionTables(name).table.slice(1, -1)],
     )
-  ).rows[0]?.s;
+  ).rows
+    .map((r) => r.s)
+    .join(' ');
 
 function suite(label: string, connect: () => Promise<SqlClient>): void {
   describe(`embeddings kept in the rows on ${label}`, () => {
@@ -100,11 +110,13 @@ function suite(label: string, connect: () => Promise<SqlClient>): void {
       // Act
       await store.addChunks(chunks('a', ROWS));
       const cost = await scanCost(client, name);
+      const weights = await scanCost(client, name, 'bm25');
       const hits = await store.search('aw5 term3', { k: 5 });
       // Assert
-      expect(await storage(client, name)).toBe('m');
+      expect(await storage(client, name)).toBe('m m');
       expect(cost.pages).toBeGreaterThan(0);
       expect(cost.buffers).toBeLessThanOrEqual(cost.pages + 4);
+      expect(weights.buffers).toBeLessThanOrEqual(weights.pages + 4);
       expect(hits).toHaveLength(5);
       await store.close();
     });
@@ -114,7 +126,9 @@ function suite(label: string, connect: () => Promise<SqlClient>): void {
       const name = fresh('old');
       const t = collectionTables(name);
       const first = await PgVectorStore.create({ client, embedder, collectionName: name });
-      await client.query(`ALTER TABLE ${t.table} ALTER COLUMN embedding SET STORAGE EXTERNAL`);
+      await client.query(
+        `ALTER TABLE ${t.table} ALTER COLUMN embedding SET STORAGE EXTERNAL, ALTER COLUMN bm25 SET STORAGE EXTERNAL`,
+      );
       await first.addChunks(chunks('b', ROWS));
       await first.close();
       const before = await scanCost(client, name);
@@ -132,7 +146,7 @@ function suite(label: string, connect: () => Promise<SqlClient>): void {
       await reader.close();
       // Assert 1: unchanged, and the search answered
       expect(seen).toHaveLength(5);
-      expect(await storage(client, name)).toBe('e');
+      expect(await storage(client, name)).toBe('e e');
 
       // Act 2: a writer opens it and adds rows
       const log: string[] = [];
@@ -144,9 +158,9 @@ function suite(label: string, connect: () => Promise<SqlClient>): void {
       });
       await writer.addChunks(chunks('c', ROWS));
       // Assert 2: migrated, said so (naming the table and the rewrite), and the search finds old and new rows alike
-      expect(await storage(client, name)).toBe('m');
+      expect(await storage(client, name)).toBe('m m');
       expect(log.filter((m) => m.includes('kept in the chunk table'))).toEqual([
-        `collection ${name}: embeddings of new rows are kept in the chunk table's rows (exact scans and index builds read no TOAST); rows written before keep theirs in the TOAST table until VACUUM FULL ${t.table} rewrites them`,
+        `collection ${name}: embeddings and BM25 weights of new rows are kept in the chunk table's rows (exact scans, keyword rescoring and index builds read no TOAST); rows written before keep theirs in the TOAST table until VACUUM FULL ${t.table} rewrites them`,
       ]);
       expect((await writer.search('bw5 term3', { k: 5 })).map((h) => h.id)).toEqual(
         seen.map((h) => h.id),
@@ -161,6 +175,8 @@ function suite(label: string, connect: () => Promise<SqlClient>): void {
       const after = await scanCost(client, name);
       // Assert 3: every vector in its row, the results the same, every posting still matching its row
       expect(after.buffers).toBeLessThanOrEqual(after.pages + 4);
+      const weights = await scanCost(client, name, 'bm25');
+      expect(weights.buffers).toBeLessThanOrEqual(weights.pages + 4);
       expect((await writer.search('bw5 term3', { k: 5 })).map((h) => h.id)).toEqual(
         seen.map((h) => h.id),
       );

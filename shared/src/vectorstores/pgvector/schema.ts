@@ -20,14 +20,15 @@ export const REGISTRY_TABLE = 'ai4rag_collections';
 export const SCHEMA_LOCK_TIMEOUT_MS = 5000;
 
 /**
- * The {@link missingSchema} entry of a chunk table whose embeddings are not kept in its rows. pgvector gives `vector`
- * EXTERNAL storage, so once a row passes PostgreSQL's ~2 kB TOAST threshold (a 384-dimension vector is 1,544 bytes,
- * next to the text, metadata and BM25 weights) the vector is moved to the TOAST table, and every exact scan and
- * index build fetches it from there: three buffer reads a row more. STORAGE MAIN keeps it in the row (the text and
- * the BM25 weights go out of line first) and moves it out only if the row alone would not fit a page.
+ * The {@link missingSchema} entry of a chunk table whose vectors are not kept in its rows. pgvector gives `vector` and
+ * `sparsevec` EXTERNAL storage, so once a row passes PostgreSQL's ~2 kB TOAST threshold (a 384-dimension vector is
+ * 1,544 bytes, next to the text, metadata and BM25 weights) the largest of them moves to the TOAST table: every exact
+ * scan and index build then fetches each row's vector from there (two or three buffer reads a row more), and with
+ * only the vector kept in, every keyword candidate's BM25 weights. STORAGE MAIN on both keeps them in the row (the
+ * text and the metadata go out of line first) and moves them out only if the row alone would not fit a page.
  */
 export function inlineEmbeddingsMark(t: CollectionTables): string {
-  return `${t.table.slice(1, -1)}.embedding (kept in the row: STORAGE MAIN)`;
+  return `${t.table.slice(1, -1)}.embedding, bm25 (kept in the row: STORAGE MAIN)`;
 }
 
 /** Creates the registry (and adds the columns older registries lack), inside the schema transaction. */
@@ -160,8 +161,11 @@ export async function migrate(
   }
 }
 
+/** The chunk table's columns kept in its rows (see {@link inlineEmbeddingsMark}). */
+const INLINE_COLUMNS = ['embedding', 'bm25'];
+
 /**
- * Sets the chunk table's embedding column to STORAGE MAIN (see {@link inlineEmbeddingsMark}) where it is not. The
+ * Sets the chunk table's vector columns to STORAGE MAIN (see {@link inlineEmbeddingsMark}) where they are not. The
  * rows written before keep their vectors in the TOAST table until the table is rewritten (`VACUUM FULL`); the log
  * says so when there are any.
  */
@@ -170,18 +174,22 @@ async function keepEmbeddingsInline(
   t: CollectionTables,
   log: (message: string) => void,
 ): Promise<void> {
-  const col = await tx.query<{ storage: string }>(
-    `SELECT attstorage AS storage FROM pg_attribute
-     WHERE attrelid = $1::regclass AND attname = 'embedding' AND NOT attisdropped`,
-    [t.table.slice(1, -1)],
+  const cols = await tx.query<{ name: string }>(
+    `SELECT attname AS name FROM pg_attribute
+     WHERE attrelid = $1::regclass AND attname = ANY($2::text[]) AND NOT attisdropped AND attstorage <> 'm'
+     ORDER BY attnum`,
+    [t.table.slice(1, -1), INLINE_COLUMNS],
   );
-  if (col.rows[0] === undefined || col.rows[0].storage === 'm') return;
-  await tx.query(`ALTER TABLE ${t.table} ALTER COLUMN embedding SET STORAGE MAIN`);
+  if (cols.rows.length === 0) return;
+  await tx.query(
+    `ALTER TABLE ${t.table} ${cols.rows.map((c) => `ALTER COLUMN ${c.name} SET STORAGE MAIN`).join(', ')}`,
+  );
   const rows = await tx.query<{ one: number }>(`SELECT 1 AS one FROM ${t.table} LIMIT 1`);
   if (rows.rows.length > 0) {
     log(
-      `embeddings of new rows are kept in the chunk table's rows (exact scans and index builds read no TOAST); ` +
-        `rows written before keep theirs in the TOAST table until VACUUM FULL ${t.table} rewrites them`,
+      `embeddings and BM25 weights of new rows are kept in the chunk table's rows (exact scans, keyword rescoring ` +
+        `and index builds read no TOAST); rows written before keep theirs in the TOAST table until ` +
+        `VACUUM FULL ${t.table} rewrites them`,
     );
   }
 }
@@ -211,7 +219,7 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
      UNION ALL SELECT $4 || ' (the version marked ' || m || ')' FROM unnest($5::text[]) AS m
        WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = to_regprocedure($4) AND strpos(p.prosrc, m) > 0)
      UNION ALL SELECT $6 WHERE EXISTS (SELECT 1 FROM pg_attribute a
-       WHERE a.attrelid = to_regclass(quote_ident($7)) AND a.attname = 'embedding' AND NOT a.attisdropped
+       WHERE a.attrelid = to_regclass(quote_ident($7)) AND a.attname = ANY($8::text[]) AND NOT a.attisdropped
          AND a.attstorage <> 'm')`,
     [
       want.map(([table]) => table),
@@ -221,6 +229,7 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
       [BULK_SETTING, DELETE_PLAN_MARK],
       inlineEmbeddingsMark(t),
       t.table.slice(1, -1),
+      INLINE_COLUMNS,
     ],
   );
   return res.rows.map((r) => r.missing);
@@ -230,7 +239,7 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
  * Whether a {@link missingSchema} entry leaves the collection correct to open without a migration, so a reader opens
  * it as it is and the next writer migrates it: a keyword-index trigger function that stands aside for the client's
  * writes ({@link BULK_SETTING}) but deletes postings by the older plan (every posting stays exact, only slower to
- * delete), and embeddings kept out of the rows (slower to scan, the same results). A trigger function older still
+ * delete), and vectors kept out of the rows (slower to scan, the same results). A trigger function older still
  * would write postings twice: that one is migrated before anything opens the collection.
  */
 export function writerOnlySchema(entry: string, t: CollectionTables): boolean {

@@ -7,6 +7,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Embedder } from '../../../shared/src/embeddings/types.js';
 import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
 import {
   dropPgCollection,
@@ -22,6 +23,28 @@ import { makeChunk } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
 
 const embedder = createHashEmbedder({ dimension: 384 });
+
+/** Dense pseudo-random unit vectors of 3,072 dimensions, one per text (a sparse one would compress into the row). */
+const DENSE_WIDE: Embedder = {
+  modelId: 'fake/dense-3072',
+  dimension: 3072,
+  contextLength: 8192,
+  async embedDocuments(texts) {
+    return Promise.all(texts.map((t) => this.embedQuery(t)));
+  },
+  async embedQuery(text) {
+    let seed = [...text].reduce(
+      (h, ch) => Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0,
+      0x811c9dc5,
+    );
+    const v = Array.from({ length: 3072 }, () => {
+      seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+      return seed / 2 ** 32 - 0.5;
+    });
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
+  },
+};
 const ROWS = 120;
 
 /** Chunks of about 700 characters: with their 1,544-byte vectors the rows pass the TOAST threshold. */
@@ -118,6 +141,29 @@ function suite(label: string, connect: () => Promise<SqlClient>): void {
       expect(cost.buffers).toBeLessThanOrEqual(cost.pages + 4);
       expect(weights.buffers).toBeLessThanOrEqual(weights.pages + 4);
       expect(hits).toHaveLength(5);
+      await store.close();
+    });
+
+    it('vectors too large for a page still go out of line: dense 3,072-dimension vectors (text-embedding-3-large) are written and found', async () => {
+      // Prepare: dense 12,296-byte vectors (no compression helps them), more than a heap page holds
+      const name = fresh('wide');
+      const store = await PgVectorStore.create({
+        client,
+        embedder: DENSE_WIDE,
+        collectionName: name,
+      });
+      // Act
+      await store.addChunks(chunks('d', 24));
+      const hits = await store.search('dw5 term3', { k: 3 });
+      const stored = await client.query<{ dims: number; bytes: number; n: number }>(
+        `SELECT min(vector_dims(embedding))::int AS dims, min(pg_column_size(embedding))::int AS bytes,
+                count(*)::int AS n FROM ${collectionTables(name).table}`,
+      );
+      // Assert: every row stored whole and uncompressed (MAIN moves such a value out rather than refuse the row)
+      expect(await storage(client, name)).toBe('m m');
+      expect(stored.rows[0]).toMatchObject({ dims: 3072, n: 24 });
+      expect(stored.rows[0]?.bytes).toBeGreaterThanOrEqual(4 * 3072);
+      expect(hits).toHaveLength(3);
       await store.close();
     });
 

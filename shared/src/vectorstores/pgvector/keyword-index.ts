@@ -263,7 +263,7 @@ function topPostings(n: KeywordIndexNames): string {
  * The candidates `cand(rid)` rescored exactly from their `bm25` column (`$5`), visible and filtered, top `$6`. Each
  * candidate is one probe of the row-id index: the subquery is LATERAL and fenced (`OFFSET 0`), so the planner cannot
  * turn it into a hash join over a scan of the whole chunk table, which it did on a table not yet analysed (a new
- * collection: an experiment's trial searches one seconds after writing it) once the rows were wide enough.
+ * collection: an experiment's trial searches it seconds after writing it) once the rows were wide enough.
  */
 function rescore(n: KeywordIndexNames, visible: string, extra: string): string {
   const t = n.table;

@@ -30,6 +30,7 @@ import {
   PgVectorStore,
 } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
+import { type BenchStore, intFlag, storesFlag } from './args.js';
 import { percentile } from './measure.js';
 import { startPostgres } from './postgres.js';
 
@@ -37,38 +38,20 @@ const ROOT = resolve(import.meta.dirname, '..');
 const DATA = resolve(ROOT, '../shared/data');
 
 type Layout = 'inline' | 'external';
-type StoreKind = 'pglite' | 'pgvector';
 
 /** Options of {@link runStorage}, from the command line. */
 export interface StorageOptions {
   rounds: number;
-  stores: StoreKind[];
+  stores: BenchStore[];
   docs: number;
 }
 
 /** Parses `--rounds` (1–10, default 2), `--stores` (default pglite,pgvector), `--docs` (100–5183, default 3000). */
 export function parseStorageArgs(argv: readonly string[]): StorageOptions {
-  const value = (flag: string) => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const int = (flag: string, fallback: number, min: number, max: number) => {
-    const raw = value(flag);
-    const n = raw === undefined ? fallback : Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      throw new Error(`${flag} must be an integer from ${min} to ${max}, got "${raw}"`);
-    }
-    return n;
-  };
-  const stores = (value('--stores') ?? 'pglite,pgvector').split(',').map((s) => s.trim());
-  for (const s of stores) {
-    if (s !== 'pglite' && s !== 'pgvector')
-      throw new Error(`--stores takes pglite and/or pgvector, got "${s}"`);
-  }
   return {
-    rounds: int('--rounds', 2, 1, 10),
-    stores: stores as StoreKind[],
-    docs: int('--docs', 3000, 100, 5183),
+    rounds: intFlag(argv, '--rounds', 2, 1, 10),
+    stores: storesFlag(argv),
+    docs: intFlag(argv, '--docs', 3000, 100, 5183),
   };
 }
 

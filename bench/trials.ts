@@ -18,6 +18,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { ENV } from '../shared/src/config.js';
 import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
+import { intFlag, storesFlag } from './args.js';
 import { percentile } from './measure.js';
 import { startPostgres } from './postgres.js';
 
@@ -34,27 +35,10 @@ export interface TrialsOptions {
 
 /** Parses `--max-evals` (2–72, default 4), `--rounds` (1–10, default 3), `--stores` (default pglite,pgvector). */
 export function parseTrialsArgs(argv: readonly string[]): TrialsOptions {
-  const value = (flag: string) => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const int = (flag: string, fallback: number, min: number, max: number) => {
-    const raw = value(flag);
-    const n = raw === undefined ? fallback : Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      throw new Error(`${flag} must be an integer from ${min} to ${max}, got "${raw}"`);
-    }
-    return n;
-  };
-  const stores = (value('--stores') ?? 'pglite,pgvector').split(',').map((s) => s.trim());
-  for (const s of stores) {
-    if (s !== 'pglite' && s !== 'pgvector')
-      throw new Error(`--stores takes pglite and/or pgvector, got "${s}"`);
-  }
   return {
-    maxEvals: int('--max-evals', 4, 2, 72),
-    rounds: int('--rounds', 3, 1, 10),
-    stores: stores as TrialsOptions['stores'],
+    maxEvals: intFlag(argv, '--max-evals', 4, 2, 72),
+    rounds: intFlag(argv, '--rounds', 3, 1, 10),
+    stores: storesFlag(argv),
   };
 }
 

@@ -19,6 +19,7 @@ import {
   type SqlClient,
 } from '../../../shared/src/vectorstores/sql-client.js';
 import { clientOptions, probePgServer } from '../../support/pg.js';
+import { recordingClient } from '../../support/recording-client.js';
 import { makeChunk } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
 
@@ -108,6 +109,12 @@ const storage = async (client: SqlClient, name: string) =>
     .map((r) => r.s)
     .join(' ');
 
+/** Every plan node under `node` (EXPLAIN's JSON form). */
+function planNodes(node: Record<string, unknown>): Record<string, unknown>[] {
+  const children = (node.Plans as Record<string, unknown>[] | undefined) ?? [];
+  return [node, ...children.flatMap(planNodes)];
+}
+
 function suite(label: string, connect: () => Promise<SqlClient>): void {
   describe(`embeddings kept in the rows on ${label}`, () => {
     let client: SqlClient;
@@ -164,6 +171,43 @@ function suite(label: string, connect: () => Promise<SqlClient>): void {
       expect(stored.rows[0]).toMatchObject({ dims: 3072, n: 24 });
       expect(stored.rows[0]?.bytes).toBeGreaterThanOrEqual(4 * 3072);
       expect(hits).toHaveLength(3);
+      await store.close();
+    });
+
+    it('a keyword search on a table not yet analysed reads each candidate by its row id, never the whole chunk table', async () => {
+      // Prepare: a new collection, searched before any ANALYZE (an experiment's trial does so seconds after writing it)
+      const name = fresh('kw');
+      const t = collectionTables(name);
+      const store = await PgVectorStore.create({ client, embedder, collectionName: name });
+      await store.addChunks(chunks('k', 600));
+      const seen: { text: string; params: readonly unknown[] | undefined }[] = [];
+      const reader = await PgVectorStore.create({
+        client: recordingClient(client, (text, params) => seen.push({ text, params })),
+        embedder,
+        collectionName: name,
+        createIfMissing: false,
+      });
+      // Act: the search, then its keyword statement's plan for the same parameters
+      const hits = await reader.keywordSearch('kw5 term3 kw12', { k: 5 });
+      const statement = seen.find((s) => s.text.trimStart().startsWith('WITH q(term, qw)'));
+      expect(statement).toBeDefined();
+      const plan = await client.query<{ 'QUERY PLAN': unknown }>(
+        `EXPLAIN (FORMAT JSON) ${statement?.text}`,
+        statement?.params as unknown[],
+      );
+      const raw = plan.rows[0]?.['QUERY PLAN'];
+      const root = (typeof raw === 'string' ? JSON.parse(raw) : raw) as {
+        Plan: Record<string, unknown>;
+      }[];
+      const onTable = planNodes(root[0]?.Plan ?? {}).filter(
+        (n) => n['Relation Name'] === t.table.slice(1, -1),
+      );
+      // Assert: the chunk table is read through its row-id index only, and the search answered
+      expect(hits).toHaveLength(5);
+      expect(onTable.length).toBeGreaterThan(0);
+      expect(onTable.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+      expect(onTable.map((n) => n['Node Type'])).not.toContain('Bitmap Heap Scan');
+      await reader.close();
       await store.close();
     });
 

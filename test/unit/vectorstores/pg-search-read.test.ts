@@ -136,7 +136,114 @@ function runReadPathSuite(label: string, getClient: () => SqlClient): void {
           hits.map((h) => ({ id: h.id, score: h.score as number }));
         const fused = rrfFuse([side(dense), side(keyword)], 60).slice(0, 10);
         expect(hybrid.map((h) => [h.id, h.score])).toEqual(fused.map((f) => [f.id, f.score]));
+        // Each hit's text and metadata are the chunk's own.
+        const byId = new Map([...dense, ...keyword].map((h) => [h.id, h]));
+        for (const h of hybrid) {
+          expect(h.text).toBe(byId.get(h.id)?.text);
+          expect(h.metadata).toEqual(byId.get(h.id)?.metadata);
+        }
       }
+    });
+
+    it('hybrid search reads its candidates as ids and the text of the fused top k only, in one statement', async () => {
+      for (const query of QUERIES) {
+        // Act
+        client.statements.length = 0;
+        const hits = await store.search(query, {
+          k: 5,
+          searchMode: 'hybrid',
+          rankerStrategy: 'weighted',
+          rankerAlpha: 0.5,
+        });
+        // Assert: statistics, dense ids, keyword ids, then one read of the 5 hits' rows.
+        const sides = client.statements.filter((t) => /<=>|WITH q\(term/.test(t));
+        const reads = client.statements.filter((t) => /id = ANY\(\$1::text\[\]\)/.test(t));
+        expect(sides).toHaveLength(2);
+        // Neither side reads a chunk's text (the chunk table's `content` column).
+        for (const t of sides) expect(t).not.toMatch(/SELECT id, content, metadata, \(|"\.content/);
+        expect(reads).toHaveLength(1);
+        expect(client.statements).toHaveLength(4);
+        expect(hits).toHaveLength(5);
+      }
+    });
+  });
+}
+
+/**
+ * A hybrid search reads its hits' text in a statement after the one that ranked them: a document deleted in between
+ * must not leave a hit without text, or a short answer. The delete runs for real, from inside the client, just
+ * before the read of the text.
+ */
+function runVanishingHitSuite(label: string, getClient: () => SqlClient): void {
+  describe(`pgvector hybrid search while a hit is deleted (${label})`, () => {
+    const embedder = createHashEmbedder({ dimension: 8 });
+    const name = `ai4rag_vanish_${Date.now().toString(36)}`;
+    let store: PgVectorStore;
+    let beforeRead: (() => Promise<void>) | undefined;
+    const reads: string[] = [];
+    beforeAll(async () => {
+      const inner = getClient();
+      const hooked: SqlClient = {
+        dialect: inner.dialect,
+        query: async (text, params) => {
+          if (/id = ANY\(\$1::text\[\]\)/.test(text)) {
+            reads.push(text);
+            const hook = beforeRead;
+            beforeRead = undefined;
+            await hook?.();
+          }
+          return inner.query(text, params);
+        },
+        transaction: (fn) => inner.transaction(fn),
+        ...(inner.session !== undefined && { session: inner.session }),
+        ...(inner.copyFrom !== undefined && { copyFrom: inner.copyFrom }),
+        close: () => inner.close(),
+      };
+      store = await PgVectorStore.create({ client: hooked, embedder, collectionName: name });
+      const rand = mulberry32(11);
+      await store.addChunks(
+        Array.from({ length: 60 }, (_, i) => {
+          const words = Array.from(
+            { length: 5 + Math.floor(rand() * 8) },
+            () => VOCAB[Math.floor(VOCAB.length * rand() ** 2)] as string,
+          );
+          return makeChunk(`v${i % 15}`, Math.floor(i / 15) + 1, words.join(' '));
+        }),
+      );
+    });
+    afterAll(async () => {
+      await store?.drop();
+    });
+
+    it('searches again: k hits, each with its text, none from the deleted document, as a search after the delete', async () => {
+      const params = {
+        k: 6,
+        searchMode: 'hybrid' as const,
+        rankerStrategy: 'rrf' as const,
+        includeScores: true,
+      };
+      const query = QUERIES[1] as string;
+      const first = await store.search(query, params);
+      const victim = first[0]?.metadata.document_id as string;
+      expect(victim).toBeDefined();
+      beforeRead = async () => {
+        expect(await store.deleteByDocument(victim)).toBeGreaterThan(0);
+      };
+      reads.length = 0;
+      // Act
+      const hits = await store.search(query, params);
+      // Assert
+      expect(beforeRead).toBeUndefined();
+      expect(hits).toHaveLength(6);
+      for (const h of hits) {
+        expect(h.metadata.document_id).not.toBe(victim);
+        expect(typeof h.text).toBe('string');
+        expect(h.text.length).toBeGreaterThan(0);
+      }
+      // Exactly what a search after the delete answers (by its fast path: one read of the text).
+      reads.length = 0;
+      expect(hits).toEqual(await store.search(query, params));
+      expect(reads).toHaveLength(1);
     });
   });
 }
@@ -149,6 +256,7 @@ afterAll(async () => {
   await lite?.close();
 });
 runReadPathSuite('in-memory PGlite', () => lite);
+runVanishingHitSuite('in-memory PGlite', () => lite);
 
 const config = await probePgServer(2000);
 describe.skipIf(config === undefined)('real PostgreSQL server', () => {
@@ -161,4 +269,5 @@ describe.skipIf(config === undefined)('real PostgreSQL server', () => {
     await server?.close();
   });
   runReadPathSuite('PostgreSQL server', () => server);
+  runVanishingHitSuite('PostgreSQL server', () => server);
 });

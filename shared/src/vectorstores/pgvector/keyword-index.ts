@@ -239,11 +239,16 @@ export function keywordIndexDrop(n: KeywordIndexNames): string[] {
  *   kept scores at most `cth + bound`.
  * The top k is provably exact when the k-th hit scores at least `cth + bound`.
  */
-export function keywordQuery(n: KeywordIndexNames, visible: string, extra: string): string {
+export function keywordQuery(
+  n: KeywordIndexNames,
+  visible: string,
+  extra: string,
+  projection: 'rows' | 'ids' = 'rows',
+): string {
   return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
     hits AS (SELECT p.rid, q.term, q.qw * p.w AS s FROM ${topPostings(n)}),
     cand AS (SELECT rid, sum(s) AS s FROM hits GROUP BY rid ORDER BY sum(s) DESC, rid LIMIT $4),
-    res AS (${rescore(n, visible, extra)})
+    res AS (${rescore(n, visible, extra, projection)})
     SELECT id, content, metadata, score, NULL::float8 AS bound, NULL::float8 AS cth, NULL::int AS ncand, 1 AS part
     FROM res
     UNION ALL SELECT NULL, NULL, NULL, NULL,
@@ -265,10 +270,20 @@ function topPostings(n: KeywordIndexNames): string {
  * turn it into a hash join over a scan of the whole chunk table, which it did on a table not yet analysed (a new
  * collection: an experiment's trial searches it seconds after writing it) once the rows were wide enough.
  */
-function rescore(n: KeywordIndexNames, visible: string, extra: string): string {
+function rescore(
+  n: KeywordIndexNames,
+  visible: string,
+  extra: string,
+  projection: 'rows' | 'ids',
+): string {
   const t = n.table;
+  // Ids only (a hybrid search's candidates): the text and metadata columns are NULL, so the rows keep their shape.
+  const body =
+    projection === 'rows'
+      ? `${t}.content, ${t}.metadata`
+      : 'NULL::text AS content, NULL::jsonb AS metadata';
   return `SELECT r.id, r.content, r.metadata, r.score FROM cand CROSS JOIN LATERAL (
-        SELECT ${t}.id, ${t}.content, ${t}.metadata, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
+        SELECT ${t}.id, ${body}, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
         FROM ${t} WHERE ${t}.rid = cand.rid AND ${visible} ${extra} OFFSET 0) r
       ORDER BY r.score DESC, r.id LIMIT $6`;
 }
@@ -282,9 +297,10 @@ export function keywordQueryUnbounded(
   n: KeywordIndexNames,
   visible: string,
   extra: string,
+  projection: 'rows' | 'ids' = 'rows',
 ): string {
   return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
     cand AS (SELECT p.rid, sum(q.qw * p.w) AS s FROM ${topPostings(n)}
       GROUP BY p.rid ORDER BY sum(q.qw * p.w) DESC, p.rid LIMIT $4)
-    ${rescore(n, visible, extra)}`;
+    ${rescore(n, visible, extra, projection)}`;
 }

@@ -51,6 +51,9 @@ import {
   bm25Search,
   getChunksBySequence,
   hybridSearch,
+  type Projected,
+  type Projection,
+  readChunks,
   type ScoredRow,
   type SearchContext,
   toHit,
@@ -226,11 +229,30 @@ export class PgVectorStore implements VectorStore {
       return rows.map((r) => toHit(r, p.includeScores ? r.score : undefined));
     }
     const n = Math.max(this.hybridCandidates, p.k);
-    return hybridSearch(
+    const fast = await hybridSearch(
       p,
-      () => this.run('vector search', () => this.dense(qvec, n, p.filter)),
-      () => this.run('keyword search', () => this.bm25Search(query, n, p.filter)),
+      () => this.run('vector search', () => this.dense(qvec, n, p.filter, 'ids')),
+      () => this.run('keyword search', () => this.bm25Search(query, n, p.filter, 'ids')),
       this.ctx.pglite,
+      (ids) => this.run('read chunks', () => readChunks(this.ctx, ids, p.filter)),
+    );
+    if (fast !== undefined) return fast;
+    // A fused hit changed between the candidates and the read of its text (a concurrent delete or update): once
+    // more, each side reading its rows in its own statement, so every hit comes from the snapshot that ranked it.
+    const rows = new Map<string, ScoredRow>();
+    const keep = (side: ScoredRow[]) => {
+      for (const r of side) if (!rows.has(r.id)) rows.set(r.id, r);
+      return side;
+    };
+    return (
+      (await hybridSearch(
+        p,
+        async () => keep(await this.run('vector search', () => this.dense(qvec, n, p.filter))),
+        async () =>
+          keep(await this.run('keyword search', () => this.bm25Search(query, n, p.filter))),
+        this.ctx.pglite,
+        async () => rows,
+      )) ?? []
     );
   }
 
@@ -256,13 +278,14 @@ export class PgVectorStore implements VectorStore {
   }
 
   /** Dense search, best first, after noticing an index built meanwhile (see {@link refreshAnnIndex}). */
-  private async dense(
+  private async dense<P extends Projection = 'rows'>(
     qvec: number[],
     limit: number,
     filter: FilterNode | undefined,
-  ): Promise<ScoredRow[]> {
+    projection: P = 'rows' as P,
+  ): Promise<Projected<P>[]> {
     await refreshAnnIndex(this.ctx, this.ann);
-    return vectorSearch(this.searchContext(), qvec, limit, filter);
+    return vectorSearch(this.searchContext(), qvec, limit, filter, projection);
   }
 
   private searchContext(): SearchContext {
@@ -303,12 +326,13 @@ export class PgVectorStore implements VectorStore {
   }
 
   /** BM25 top-`limit` rows (score > 0), best first. */
-  private bm25Search(
+  private bm25Search<P extends Projection = 'rows'>(
     query: string,
     limit: number,
     filter: FilterNode | undefined,
-  ): Promise<ScoredRow[]> {
-    return bm25Search(this.ctx, this.searchContext(), query, limit, filter);
+    projection: P = 'rows' as P,
+  ): Promise<Projected<P>[]> {
+    return bm25Search(this.ctx, this.searchContext(), query, limit, filter, projection);
   }
 
   /**

@@ -35,6 +35,23 @@ export interface ScoredRow extends ChunkRow {
   score: number;
 }
 
+/**
+ * What a search reads of each hit: its text and metadata (`rows`), or its id and score only (`ids`). Hybrid search
+ * reads its candidates as ids (a hundred a side by default, of which the fused top k are kept) and then the text of
+ * those k in one more statement ({@link readChunks}): carrying every candidate's text and metadata to the client was
+ * most of a hybrid search's cost on PGlite, where the results are decoded on the main thread.
+ */
+export type Projection = 'rows' | 'ids';
+
+/** A hit as a search of projection `P` returns it. */
+export type Projected<P extends Projection> = P extends 'ids' ? ScoredId : ScoredRow;
+
+/** The select list of a projection over `table` (`id, content, metadata`, or `id`). */
+function columnsOf(projection: Projection, table?: string): string {
+  const q = table === undefined ? '' : `${table}.`;
+  return projection === 'rows' ? `${q}id, ${q}content, ${q}metadata` : `${q}id`;
+}
+
 /** What a search needs of its store. */
 export interface SearchContext {
   client: SqlClient;
@@ -93,19 +110,21 @@ export function vectorLiteral(v: readonly number[]): string {
  * its partial index, the rows after and between them scanned exactly through the row-id b-tree, the union ordered
  * once (a materialized CTE, since an iterative scan may return its rows slightly out of order).
  */
-export async function vectorSearch(
+export async function vectorSearch<P extends Projection = 'rows'>(
   c: SearchContext,
   qvec: number[],
   limit: number,
   filter: FilterNode | undefined,
-): Promise<ScoredRow[]> {
+  projection: P = 'rows' as P,
+): Promise<Projected<P>[]> {
   const op = OPERATOR[c.distance];
   const params: unknown[] = [vectorLiteral(qvec), limit];
   let where = `WHERE ${c.t.visible}`;
   if (filter !== undefined) where += ` AND ${compileFilterSql(filter, params, 'metadata')}`;
+  const cols = columnsOf(projection);
   const select = (
     extra: string,
-  ) => `SELECT id, content, metadata, (embedding ${op} $1::vector)::float8 AS distance
+  ) => `SELECT ${cols}, (embedding ${op} $1::vector)::float8 AS distance
     FROM ${c.t.table} ${where}${extra} ORDER BY embedding ${op} $1::vector LIMIT $2`;
   const exactSql = select('');
   let sql = exactSql;
@@ -135,7 +154,7 @@ export async function vectorSearch(
       }
       parts.push(part(`${rid} > ${cursor}`, false));
       sql = `WITH u AS MATERIALIZED (${parts.join(' UNION ALL ')})
-        SELECT id, content, metadata, distance FROM u ORDER BY distance LIMIT $2`;
+        SELECT ${cols}, distance FROM u ORDER BY distance LIMIT $2`;
     }
   }
   let rows = (await c.client.query<ChunkRow & { distance: number }>(sql, params)).rows;
@@ -149,12 +168,14 @@ export async function vectorSearch(
     });
   }
   return rows
-    .map((r) => ({
-      id: r.id,
-      content: r.content,
-      metadata: r.metadata,
-      score: distanceToScore(c.distance, r.distance),
-    }))
+    .map((r) => {
+      const score = distanceToScore(c.distance, r.distance);
+      return (
+        projection === 'rows'
+          ? { id: r.id, content: r.content, metadata: r.metadata, score }
+          : { id: r.id, score }
+      ) as Projected<P>;
+    })
     .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
@@ -166,13 +187,18 @@ export async function vectorSearch(
  * than `limit` visible matches while more may exist (a selective filter, staged rows, a cut list): the caller then
  * scans exactly, so the result is complete.
  */
-export async function indexedKeywordSearch(
+export async function indexedKeywordSearch<P extends Projection = 'rows'>(
   c: SearchContext,
   weights: ReadonlyMap<number, number>,
   limit: number,
   filter: FilterNode | undefined,
   listLengths: ReadonlyMap<number, number>,
-): Promise<ScoredRow[] | undefined> {
+  projection: P = 'rows' as P,
+): Promise<Projected<P>[] | undefined> {
+  const shape = (r: ScoredRow) =>
+    (projection === 'rows'
+      ? { id: r.id, content: r.content, metadata: r.metadata, score: r.score }
+      : { id: r.id, score: r.score }) as Projected<P>;
   const terms = [...weights.keys()];
   const query = sparseLiteral(weights);
   /** Parameters `$1`–`$6` of both reads, and the filter's predicate (its parameters from `$7`). */
@@ -192,14 +218,9 @@ export async function indexedKeywordSearch(
     const { params, extra } = bind(depth, candidates);
     const res = await c.client.query<
       ScoredRow & { bound: number | null; cth: number | null; ncand: number | null }
-    >(keywordQuery(c.t.kw, c.t.visible, extra), params);
+    >(keywordQuery(c.t.kw, c.t.visible, extra, projection), params);
     const flags = res.rows[res.rows.length - 1];
-    const rows = res.rows.slice(0, -1).map(({ id, content, metadata, score }) => ({
-      id,
-      content,
-      metadata,
-      score,
-    }));
+    const rows = res.rows.slice(0, -1).map(shape);
     const bound = (flags?.bound ?? 0) + (flags?.cth ?? 0);
     // Every chunk holding a query term was a candidate: nothing was left unread.
     const complete = (flags?.bound ?? 0) === 0 && (flags?.ncand ?? 0) < candidates;
@@ -224,11 +245,14 @@ export async function indexedKeywordSearch(
     base * 2,
   );
   const deeper = (
-    await c.client.query<ScoredRow>(keywordQueryUnbounded(c.t.kw, c.t.visible, extra), params)
-  ).rows;
+    await c.client.query<ScoredRow>(
+      keywordQueryUnbounded(c.t.kw, c.t.visible, extra, projection),
+      params,
+    )
+  ).rows.map(shape);
   // Short without the first read: whether more matches exist is unknown, so the caller scans exactly.
   if (found === undefined) return deeper.length >= limit ? deeper : undefined;
-  const byId = new Map<string, ScoredRow>();
+  const byId = new Map<string, Projected<P>>();
   for (const r of [...deeper, ...found.rows]) if (!byId.has(r.id)) byId.set(r.id, r);
   return [...byId.values()]
     .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -236,17 +260,18 @@ export async function indexedKeywordSearch(
 }
 
 /** Keyword search scanning every chunk's BM25 weights (linear in the collection; the exact reference). */
-export async function exactKeywordSearch(
+export async function exactKeywordSearch<P extends Projection = 'rows'>(
   c: SearchContext,
   weights: ReadonlyMap<number, number>,
   limit: number,
   filter: FilterNode | undefined,
-): Promise<ScoredRow[]> {
+  projection: P = 'rows' as P,
+): Promise<Projected<P>[]> {
   const params: unknown[] = [sparseLiteral(weights), limit];
   let extra = '';
   if (filter !== undefined) extra = `AND ${compileFilterSql(filter, params, 'metadata')}`;
-  const res = await c.client.query<ScoredRow>(
-    `SELECT id, content, metadata, ((bm25 <#> $1::sparsevec) * -1)::float8 AS score
+  const res = await c.client.query<Projected<P>>(
+    `SELECT ${columnsOf(projection)}, ((bm25 <#> $1::sparsevec) * -1)::float8 AS score
      FROM ${c.t.table} WHERE (bm25 <#> $1::sparsevec) < 0 AND ${c.t.visible} ${extra}
      ORDER BY bm25 <#> $1::sparsevec, id LIMIT $2`,
     params,
@@ -265,13 +290,14 @@ export function toHit(row: ChunkRow, score?: number): SearchHit {
 }
 
 /** BM25 top-`limit` rows (score > 0), best first: the postings index when `keywordDepth` > 0, else exactly. */
-export async function bm25Search(
+export async function bm25Search<P extends Projection = 'rows'>(
   ctx: StoreContext,
   search: SearchContext,
   query: string,
   limit: number,
   filter: FilterNode | undefined,
-): Promise<ScoredRow[]> {
+  projection: P = 'rows' as P,
+): Promise<Projected<P>[]> {
   const qtf = termFrequencies(analyze(query));
   if (qtf.size === 0) return [];
   const { reg, df } = await queryStatistics(ctx, [...qtf.keys()]);
@@ -283,24 +309,27 @@ export async function bm25Search(
   }
   if (weights.size === 0) return [];
   if (search.keywordDepth > 0) {
-    const indexed = await indexedKeywordSearch(search, weights, limit, filter, df);
+    const indexed = await indexedKeywordSearch(search, weights, limit, filter, df, projection);
     if (indexed !== undefined) return indexed;
   }
-  return exactKeywordSearch(search, weights, limit, filter);
+  return exactKeywordSearch(search, weights, limit, filter, projection);
 }
 
 /**
- * Hybrid search: both sides (one after the other when `sequential`, else at once, the dense side's error first),
- * fused by `p.rankerStrategy`, top `p.k`.
+ * Hybrid search: both sides' ranked ids (one after the other when `sequential`, else at once, the dense side's error
+ * first), fused by `p.rankerStrategy`, top `p.k`, with their text and metadata from `read`. Undefined when `read`
+ * misses one of the fused ids (a chunk deleted, replaced or re-labelled between the statements): the caller then
+ * searches again with sides that read their rows themselves.
  */
 export async function hybridSearch(
   p: ValidatedSearchParams,
-  denseSide: () => Promise<ScoredRow[]>,
-  keywordSide: () => Promise<ScoredRow[]>,
+  denseSide: () => Promise<ScoredId[]>,
+  keywordSide: () => Promise<ScoredId[]>,
   sequential: boolean,
-): Promise<SearchHit[]> {
-  let dense: ScoredRow[];
-  let keyword: ScoredRow[];
+  read: (ids: string[]) => Promise<ReadonlyMap<string, ChunkRow>>,
+): Promise<SearchHit[] | undefined> {
+  let dense: ScoredId[];
+  let keyword: ScoredId[];
   if (sequential) {
     dense = await denseSide();
     keyword = await keywordSide();
@@ -312,16 +341,41 @@ export async function hybridSearch(
     dense = d.value;
     keyword = kw.value;
   }
-  const byId = new Map<string, ChunkRow>();
-  for (const r of [...dense, ...keyword]) if (!byId.has(r.id)) byId.set(r.id, r);
   let fused: ScoredId[];
   if (p.rankerStrategy === 'rrf') fused = rrfFuse([dense, keyword], p.rankerK);
   else if (p.rankerStrategy === 'weighted') fused = weightedFuse(dense, keyword, p.rankerAlpha);
   else fused = normalizedFuse([dense, keyword]);
-  return fused.slice(0, p.k).map((f) => {
-    const row = byId.get(f.id) as ChunkRow;
-    return toHit(row, p.includeScores ? f.score : undefined);
-  });
+  const top = fused.slice(0, p.k);
+  if (top.length === 0) return [];
+  const rows = await read(top.map((f) => f.id));
+  const hits: SearchHit[] = [];
+  for (const f of top) {
+    const row = rows.get(f.id);
+    if (row === undefined) return undefined;
+    hits.push(toHit(row, p.includeScores ? f.score : undefined));
+  }
+  return hits;
+}
+
+/**
+ * The visible chunks among `ids` that pass `filter`, by id: the text of a hybrid search's fused top k, read in one
+ * statement through the primary key.
+ */
+export async function readChunks(
+  ctx: StoreContext,
+  ids: readonly string[],
+  filter: FilterNode | undefined,
+): Promise<Map<string, ChunkRow>> {
+  const params: unknown[] = [ids];
+  const extra = filter === undefined ? '' : ` AND ${compileFilterSql(filter, params, 'metadata')}`;
+  const res = await ctx.client.query<ChunkRow>(
+    `SELECT id, content, metadata FROM ${ctx.t.table}
+       WHERE id = ANY($1::text[]) AND ${ctx.t.visible}${extra}`,
+    params,
+  );
+  const out = new Map<string, ChunkRow>();
+  for (const r of res.rows) if (!out.has(r.id)) out.set(r.id, r);
+  return out;
 }
 
 /** Visible chunks of one document with sequence_number in [from, to], by sequence_number. */

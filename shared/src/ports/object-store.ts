@@ -97,9 +97,26 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
+  /**
+   * Reads only the folder the prefix names (its part up to the last `/`) and, in it, the entries whose names start
+   * with the rest: a listing costs what lies under the prefix, not the whole store (an upload lists its batches'
+   * done markers, which walked every stored document and artefact before, so N uploads cost N² reads). A prefix no
+   * valid key can start with (an empty, `.` or `..` segment) lists nothing.
+   */
   async list(prefix: string): Promise<string[]> {
     const out: string[] = [];
-    const walk = async (dir: string): Promise<void> => {
+    const cut = prefix.lastIndexOf('/');
+    const folder = prefix.slice(0, cut + 1);
+    const rest = prefix.slice(cut + 1);
+    let start = this.root;
+    if (folder !== '') {
+      try {
+        start = this.#path(folder.slice(0, -1));
+      } catch {
+        return [];
+      }
+    }
+    const walk = async (dir: string, top: boolean): Promise<void> => {
       let entries: import('node:fs').Dirent[];
       try {
         entries = await readdir(dir, { withFileTypes: true });
@@ -107,15 +124,16 @@ export class FsObjectStore implements ObjectStore {
         return;
       }
       for (const e of entries) {
+        if (top && !e.name.startsWith(rest)) continue;
         const full = join(dir, e.name);
-        if (e.isDirectory()) await walk(full);
+        if (e.isDirectory()) await walk(full, false);
         else if (e.isFile() && !e.name.endsWith('.tmp')) {
           const key = relative(this.root, full).split(sep).join('/');
           if (key.startsWith(prefix)) out.push(key);
         }
       }
     };
-    await walk(this.root);
+    await walk(start, true);
     return out.sort();
   }
 }

@@ -612,6 +612,11 @@ async function ingestPaths(
   if (summary.indexError) {
     io.err(`warning: index not built (${summary.indexError}); run "ai4rag index" later`);
   }
+  if (summary.statisticsError) {
+    io.err(
+      `warning: keyword statistics not refreshed (${summary.statisticsError}); the next keyword search refreshes them`,
+    );
+  }
   const count = (status: string) => summary.documents.filter((d) => d.status === status).length;
   return {
     collection: session.store.collectionName,

@@ -5,6 +5,7 @@ import { ValidationError } from '../errors.js';
 import type {
   DocumentRecord,
   IndexBuildResult,
+  StatisticsRefresh,
   VectorStore,
   VersionedCommit,
   WriteOutcome,
@@ -104,6 +105,10 @@ export interface IngestSummary extends IngestProgress {
   index?: IndexBuildResult;
   /** Why the index build at the end failed (the documents are committed; searches scan exactly meanwhile). */
   indexError?: string;
+  /** The keyword statistics' refresh at the end (`VectorStore.refreshStatistics`), when the store has one. */
+  statistics?: StatisticsRefresh;
+  /** Why that refresh failed (the documents are committed; the next keyword search refreshes instead). */
+  statisticsError?: string;
 }
 
 /** A document waiting to be written, with its place among the results. */
@@ -388,6 +393,17 @@ export async function ingestDocuments(
       pruned.push(id);
     }
   }
+  // The keyword statistics brought up to date here rather than by the first search, inside a request: a corpus whose
+  // first batch's average length was not the whole corpus's (or a prune) has every row re-weighted now.
+  let statistics: StatisticsRefresh | undefined;
+  let statisticsError: string | undefined;
+  if (store.refreshStatistics && (progress.chunksStored > 0 || pruned.length > 0)) {
+    try {
+      statistics = await store.refreshStatistics();
+    } catch (error) {
+      statisticsError = (error as Error).message;
+    }
+  }
   let index: IndexBuildResult | undefined;
   if (options.buildIndex !== false && store.buildIndex && progress.chunksStored > 0) {
     // Every document is committed already: a failed build (a lock timeout) costs only speed; searches scan exactly.
@@ -406,5 +422,7 @@ export async function ingestDocuments(
     kept,
     ...(index && { index }),
     ...(indexError !== undefined && { indexError }),
+    ...(statistics && { statistics }),
+    ...(statisticsError !== undefined && { statisticsError }),
   };
 }

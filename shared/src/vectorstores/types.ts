@@ -166,6 +166,14 @@ export interface BuildIndexOptions {
   merge?: boolean;
 }
 
+/** What {@link VectorStore.refreshStatistics} did. */
+export interface StatisticsRefresh {
+  /** Every row's weights were recomputed (the average length had drifted past the tolerance, or k1/b changed). */
+  reweighted: boolean;
+  /** The weights are stale but the collection holds more than `maxRows` rows: left to a later refresh or search. */
+  deferred: boolean;
+}
+
 /** What {@link VectorStore.buildIndex} did. */
 export interface IndexBuildResult {
   built: boolean;
@@ -280,6 +288,13 @@ export interface VectorStore {
    * creation (Milvus) lack it.
    */
   buildIndex?(options?: BuildIndexOptions): Promise<IndexBuildResult>;
+  /**
+   * Brings keyword-search statistics up to date on the write side (pgvector: folds the BM25 statistics log and
+   * re-weights every row once the average chunk length drifted past the tolerance), unless the collection holds more
+   * than `maxRows` rows. Writers call it after committing, so that a search does not do it inside a request.
+   * Optional: stores whose keyword index needs no client-side statistics (Milvus) lack it.
+   */
+  refreshStatistics?(options?: { maxRows?: number }): Promise<StatisticsRefresh>;
   search(query: string, params: SearchParams): Promise<SearchHit[]>;
   /** Chunks of one document with sequence_number in [from, to], ordered by sequence_number. */
   getChunksBySequence(documentId: string, from: number, to: number): Promise<SearchHit[]>;

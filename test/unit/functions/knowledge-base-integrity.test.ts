@@ -267,4 +267,29 @@ describe('knowledge-base flow integrity', () => {
     expect(await s.getDocument('leave.md')).toBeUndefined();
     expect(await s.checkIntegrity()).toMatchObject({ clean: true, orphanChunks: 0 });
   });
+  it('re-weights BM25 when a commit moves the average chunk length, so no search has to', async () => {
+    // Prepare: a short document fixes the collection's average length; a long one moves it far past the 10 %
+    // tolerance (an upload service's first documents, one at a time)
+    objects.set('short.txt', 'Parking permits are renewed every year.');
+    objects.set(
+      'long.txt',
+      `Travel expenses. ${'Economy class is the default for flights under six hours, and receipts are kept for audit. '.repeat(4)}`,
+    );
+    await deliver(await upToEmbed(s3Event('ObjectCreated:Put', 'short.txt', '4000')));
+    // Act
+    const out = await embed(
+      sqsEvent(await upToEmbed(s3Event('ObjectCreated:Put', 'long.txt', '4001'))),
+      context,
+    );
+    // Assess: the commit re-weighted every row; the statistics are current before any search
+    expect(out).toEqual({ batchItemFailures: [] });
+    const s = await store();
+    expect(await s.refreshStatistics?.()).toEqual({ reweighted: false, deferred: false });
+    const hits = await s.search('economy flights receipts', {
+      k: 2,
+      searchMode: 'hybrid',
+      rankerStrategy: 'rrf',
+    });
+    expect(hits[0]?.metadata.document_id).toBe('long.txt');
+  });
 });

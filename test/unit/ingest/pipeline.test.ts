@@ -332,3 +332,35 @@ describe('ingestDocuments and the ANN index', () => {
     }
   });
 });
+
+describe('ingestDocuments and the keyword statistics', () => {
+  it('re-weights BM25 at the end when the corpus moved the average length, not in the first search', async () => {
+    // Prepare: the first write (one short chunk) fixes the collection's average length; the next ones are long
+    const store = await pgliteStore('ai4rag_pipeline_reweight', 1_000_000);
+    const long = (d: number) =>
+      Array.from({ length: 30 }, (_, w) => `word${(d * 7 + w) % 50} term${w}`).join(' ');
+    const docs = [
+      doc('short.txt', 'parking permits'),
+      ...Array.from({ length: 6 }, (_, d) => doc(`long${d}.txt`, long(d))),
+    ];
+    try {
+      // Act
+      const summary = await ingestDocuments(docs, {
+        store,
+        chunking,
+        chunk: byLine,
+        batchChunks: 1,
+      });
+      // Assess: re-weighted once, at the end; the weights are current before any search
+      expect(summary.chunksStored).toBe(7);
+      expect(summary.statistics).toEqual({ reweighted: true, deferred: false });
+      expect(summary.statisticsError).toBeUndefined();
+      expect(await store.refreshStatistics()).toEqual({ reweighted: false, deferred: false });
+      // An ingestion that changes nothing has nothing to refresh
+      const again = await ingestDocuments(docs, { store, chunking, chunk: byLine });
+      expect(again.statistics).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+});

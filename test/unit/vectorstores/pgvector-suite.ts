@@ -168,6 +168,37 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
       }
     });
 
+    it('re-weights on the write side with refreshStatistics, bounded by maxRows, so a search writes nothing', async () => {
+      // Prepare
+      const logged: string[] = [];
+      const recomputed = () => logged.filter((m) => m.includes('BM25 weights recomputed')).length;
+      const store = await create({ logger: (m) => logged.push(m) });
+      try {
+        const base = BM25_CORPUS.slice(0, 6);
+        await store.addChunks(base);
+        expect(await store.refreshStatistics()).toEqual({ reweighted: false, deferred: false });
+        const long = makeChunk('k9', 2, `protein ${'lorem ipsum dolor sit amet '.repeat(8)}`);
+        await store.addChunks([long]);
+        // Act / Assess: 7 rows, stale weights: left alone under maxRows 6, re-weighted without a bound
+        expect(await store.refreshStatistics({ maxRows: 6 })).toEqual({
+          reweighted: false,
+          deferred: true,
+        });
+        expect(recomputed()).toBe(0);
+        expect(await store.refreshStatistics({ maxRows: 7 })).toEqual({
+          reweighted: true,
+          deferred: false,
+        });
+        expect(recomputed()).toBe(1);
+        // Assess: searches find current weights (scores as the reference at the current avgdl) and re-weight nothing
+        await expectMatchesReference(store, [...base, long]);
+        expect(recomputed()).toBe(1);
+        expect(await store.refreshStatistics()).toEqual({ reweighted: false, deferred: false });
+      } finally {
+        await store.close();
+      }
+    });
+
     it('keeps statistics exact under concurrent overlapping upserts on one store', async () => {
       // Prepare
       const store = await create({ bm25: { reweightTolerance: 0 } });

@@ -8,6 +8,7 @@ import { type TermStats, termStatsFromCounts } from '../../generation/term-stats
 import { ANALYZER_VERSION, analyze } from '../../text/analyzer.js';
 import { VectorStoreError } from '../errors.js';
 import type { SqlClient } from '../sql-client.js';
+import type { StatisticsRefresh } from '../types.js';
 import { bm25DocWeights, sparseLiteral, termFrequencies, termId } from './bm25.js';
 import { applyDf, foldDf, N_TERM, TOTAL_TERM } from './bm25-stats.js';
 import { keywordIndexBulk } from './keyword-index.js';
@@ -95,9 +96,33 @@ export async function queryStatistics(
 /**
  * Re-weights documents when avgdl drifted beyond the tolerance or k1/b changed. A read-only store writes
  * nothing: it counts the pending log into the chunk and token totals, and keeps the stored weights until a
- * writer re-weights them (writers fold the log when they finish a write).
+ * writer re-weights them (writers fold the log when they finish a write, and re-weight: {@link refreshStatistics}).
  */
 export async function ensureBm25Fresh(ctx: StoreContext): Promise<RegistryRow> {
+  return (await freshen(ctx, Number.POSITIVE_INFINITY)).reg;
+}
+
+/**
+ * Brings the BM25 statistics up to date now, on the write side: folds the pending log and re-weights every row when
+ * the weights are stale, unless the collection holds more than `maxRows` rows. Writers call it once their documents
+ * are committed, so that the re-weighting a drift calls for is not done by the next keyword search, inside a request
+ * (an upload service's first documents fix the average length from a few texts, and the next ones move it). A search
+ * still does whatever is left. A read-only store changes nothing.
+ */
+export async function refreshStatistics(
+  ctx: StoreContext,
+  maxRows = Number.POSITIVE_INFINITY,
+): Promise<StatisticsRefresh> {
+  if (ctx.readOnly) return { reweighted: false, deferred: false };
+  const { reweighted, deferred } = await freshen(ctx, maxRows);
+  return { reweighted, deferred };
+}
+
+/** {@link ensureBm25Fresh} for a writer, re-weighting only up to `maxRows` rows; says what it did. */
+async function freshen(
+  ctx: StoreContext,
+  maxRows: number,
+): Promise<{ reg: RegistryRow; reweighted: boolean; deferred: boolean }> {
   if (ctx.readOnly) {
     const res = await ctx.client.query<RegistryRow>(
       `SELECT r.dimension, r.distance, r.embedding_model, r.analyzer_version, r.bm25_k1, r.bm25_b,
@@ -114,14 +139,14 @@ export async function ensureBm25Fresh(ctx: StoreContext): Promise<RegistryRow> {
         `collection ${ctx.collectionName} is missing from ${REGISTRY_TABLE}`,
       );
     }
-    return row;
+    return { reg: row, reweighted: false, deferred: false };
   }
   const reg = await lockRegistry(ctx.client, ctx.t, ctx.collectionName, false);
   const log = await ctx.client.query<{ pending: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM ${ctx.t.dfLog}) AS pending`,
   );
   const pending = log.rows[0]?.pending === true;
-  if (!pending && !isStale(ctx, reg)) return reg;
+  if (!pending && !isStale(ctx, reg)) return { reg, reweighted: false, deferred: false };
   if (pending) {
     await ctx.exclusive(() =>
       ctx.run('BM25 statistics', () =>
@@ -134,8 +159,15 @@ export async function ensureBm25Fresh(ctx: StoreContext): Promise<RegistryRow> {
     await compactLog(ctx);
   }
   const folded = pending ? await lockRegistry(ctx.client, ctx.t, ctx.collectionName, false) : reg;
-  if (isStale(ctx, folded)) await refreshBm25(ctx, false);
-  return lockRegistry(ctx.client, ctx.t, ctx.collectionName, false);
+  if (isStale(ctx, folded) && folded.n > maxRows) {
+    return { reg: folded, reweighted: false, deferred: true };
+  }
+  const reweighted = isStale(ctx, folded) && (await refreshBm25(ctx, false));
+  return {
+    reg: await lockRegistry(ctx.client, ctx.t, ctx.collectionName, false),
+    reweighted,
+    deferred: false,
+  };
 }
 
 function isStale(ctx: StoreContext, reg: RegistryRow): boolean {
@@ -153,8 +185,11 @@ function isStale(ctx: StoreContext, reg: RegistryRow): boolean {
   return Math.abs(current - weighted) / weighted > ctx.bm25.reweightTolerance;
 }
 
-/** Recomputes every row's BM25 weights (and, after an analyzer change, token counts and df) in batches. */
-export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promise<void> {
+/**
+ * Recomputes every row's BM25 weights (and, after an analyzer change, token counts and df) in batches; resolves
+ * false when, under the registry's lock, there was nothing to do (another session had just done it).
+ */
+export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promise<boolean> {
   return ctx.exclusive(() =>
     ctx.run('BM25 re-weighting', () =>
       ctx.client.transaction(async (tx) => {
@@ -164,7 +199,7 @@ export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promis
         for (const sql of bulk.begin) await tx.query(sql);
         const reg = await lockRegistry(tx, ctx.t, ctx.collectionName);
         const rebuild = analyzerChanged || reg.analyzer_version !== ANALYZER_VERSION;
-        if (!rebuild && !isStale(ctx, reg)) return;
+        if (!rebuild && !isStale(ctx, reg)) return false;
         let n = reg.n;
         let total = reg.total;
         if (rebuild) {
@@ -221,6 +256,7 @@ export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promis
         ctx.logger(
           `collection ${ctx.collectionName}: BM25 weights recomputed (avgdl ${avgdl.toFixed(2)})`,
         );
+        return true;
       }),
     ),
   );

@@ -25,12 +25,13 @@ import type {
   MetadataFilter,
   SearchHit,
   SearchParams,
+  StatisticsRefresh,
   VectorStore,
   VersionedCommit,
   WriteOutcome,
 } from '../types.js';
 import { type AnnState, buildIndex, noticeAnnIndex, refreshAnnIndex } from './ann-index.js';
-import { refreshBm25, termStats } from './bm25-refresh.js';
+import { refreshBm25, refreshStatistics, termStats } from './bm25-refresh.js';
 import {
   commitDocuments,
   countLive,
@@ -315,6 +316,17 @@ export class PgVectorStore implements VectorStore {
   async buildIndex(options: BuildIndexOptions = {}): Promise<IndexBuildResult> {
     this.assertOpen();
     return buildIndex(this.ctx, this.ann, this.annMinRows, options);
+  }
+
+  /**
+   * Folds the pending BM25 statistics and, when the average chunk length drifted past `bm25.reweightTolerance` (or
+   * k1/b changed), re-weights every row now, unless the collection holds more than `maxRows` rows. Writers call it
+   * after committing (the knowledge-base flow, `ingestDocuments`), so a keyword search seldom has to.
+   * @throws {VectorStoreError} for a SQL failure.
+   */
+  async refreshStatistics(options: { maxRows?: number } = {}): Promise<StatisticsRefresh> {
+    this.assertOpen();
+    return refreshStatistics(this.ctx, options.maxRows);
   }
 
   /**

@@ -111,8 +111,13 @@ function request(
   });
 }
 
-/** Uploads `count` one-chunk documents through `POST /uploads` (then PUT to the URL it gives) and waits until `/documents` lists them indexed. */
-async function seed(server: { url: string }, token: string, count: number): Promise<void> {
+/**
+ * Uploads `count` one-chunk documents through `POST /uploads` (then PUT to the URL it gives), one after another, and
+ * waits until `/stats` counts them; resolves with each upload's milliseconds (POST + PUT, which answers once the
+ * document is indexed).
+ */
+async function seed(server: { url: string }, token: string, count: number): Promise<number[]> {
+  const uploads: number[] = [];
   const random = mulberry32(7);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
   for (let d = 0; d < count; d += 1) {
@@ -121,6 +126,7 @@ async function seed(server: { url: string }, token: string, count: number): Prom
       () => WORDS[Math.floor(random() ** 2 * WORDS.length)],
     ).join(' ');
     const key = `load/doc-${String(d).padStart(5, '0')}.txt`;
+    const t0 = performance.now();
     const presigned = await request(
       agent,
       new URL('/uploads', server.url),
@@ -134,6 +140,7 @@ async function seed(server: { url: string }, token: string, count: number): Prom
     const { url } = JSON.parse(presigned.text) as { url: string };
     const res = await request(agent, new URL(url, server.url), 'PUT', token, text);
     if (res.status >= 300) throw new Error(`upload ${d} answered ${res.status}: ${res.text}`);
+    uploads.push(performance.now() - t0);
   }
   for (let waited = 0; ; waited += 1) {
     const res = await request(agent, new URL('/stats', server.url), 'GET', token);
@@ -143,6 +150,21 @@ async function seed(server: { url: string }, token: string, count: number): Prom
     await new Promise((r) => setTimeout(r, 500));
   }
   agent.destroy();
+  return uploads;
+}
+
+/**
+ * One line on the seeding: its wall time, the upload p50 and slowest, and the p50 of the first and the last 100
+ * documents (an upload whose cost grows with what the store holds shows as a last p50 above the first).
+ */
+function describeSeeding(uploads: readonly number[], seconds: number): string {
+  const p50 = (xs: readonly number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    ).toFixed(1);
+  const n = Math.min(100, uploads.length);
+  return `serve  seeded ${uploads.length} uploads one after another in ${seconds.toFixed(1)} s: upload p50 ${p50(uploads)} ms, slowest ${Math.max(...uploads).toFixed(1)} ms; documents 1–${n}: ${p50(uploads.slice(0, n))} ms, the last ${n}: ${p50(uploads.slice(-n))} ms`;
 }
 
 /** Runs the load and prints one line of results. */
@@ -204,7 +226,9 @@ async function loadOnce(options: ServeLoadOptions): Promise<LoadResult> {
   const server = { url: `http://127.0.0.1:${port}` };
   try {
     await waitForHealth(server.url, child);
-    await seed(server, token, 1000);
+    const s0 = performance.now();
+    const uploads = await seed(server, token, 1000);
+    console.log(describeSeeding(uploads, (performance.now() - s0) / 1000));
     // POST /search takes a `query`, /generate a `question`.
     const field = options.route === 'search' ? 'query' : 'question';
     const random = mulberry32(11);

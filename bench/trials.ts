@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { ENV } from '../shared/src/config.js';
@@ -21,6 +21,7 @@ import { pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { intFlag, storesFlag } from './args.js';
 import { percentile } from './measure.js';
 import { startPostgres } from './postgres.js';
+import { childrenCpuSeconds, serverCpuSeconds } from './proc-cpu.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DATA = resolve(ROOT, '../shared/data');
@@ -124,6 +125,9 @@ export async function runTrials(argv: readonly string[]): Promise<void> {
             });
       await admin?.connect();
       const times: Record<1 | 2, number[]> = { 1: [], 2: [] };
+      // Cores the runs kept busy on average (CPU seconds / wall seconds), from /proc when it is there.
+      const busy: Record<1 | 2, number[]> = { 1: [], 2: [] };
+      const serverDir = server?.env.PGVECTOR_DATADIR ?? ENV.PGVECTOR_DATADIR;
       let n = 0;
       try {
         for (let r = 0; r < options.rounds; r++) {
@@ -151,6 +155,8 @@ export async function runTrials(argv: readonly string[]): Promise<void> {
               env.PGVECTOR_DB = database;
             }
             try {
+              const client0 = childrenCpuSeconds();
+              const server0 = store === 'pgvector' ? serverCpuSeconds(serverDir) : 0;
               const seconds = await runCli(
                 [
                   'experiment',
@@ -171,8 +177,24 @@ export async function runTrials(argv: readonly string[]): Promise<void> {
                 env,
               );
               times[tc].push(seconds);
+              // The server's backends of the run's connections are reaped a moment after the CLI exits.
+              if (store === 'pgvector') await new Promise((r) => setTimeout(r, 300));
+              const client1 = childrenCpuSeconds();
+              const server1 = store === 'pgvector' ? serverCpuSeconds(serverDir) : 0;
+              const cpu =
+                client0 === undefined ||
+                client1 === undefined ||
+                server0 === undefined ||
+                server1 === undefined
+                  ? undefined
+                  : { client: client1 - client0, server: server1 - server0 };
+              if (cpu !== undefined) busy[tc].push((cpu.client + cpu.server) / seconds);
+              const cpuText =
+                cpu === undefined
+                  ? ''
+                  : `, CPU ${f(cpu.client + cpu.server, 1)} s (${store === 'pgvector' ? `ai4rag ${f(cpu.client, 1)} + server ${f(cpu.server, 1)}` : 'ai4rag'}): ${f((cpu.client + cpu.server) / seconds)} cores busy`;
               process.stdout.write(
-                `trials  ${label.padEnd(10)} run ${n}: --trial-concurrency ${tc}  ${f(seconds, 1)} s\n`,
+                `trials  ${label.padEnd(10)} run ${n}: --trial-concurrency ${tc}  ${f(seconds, 1)} s${cpuText}\n`,
               );
             } finally {
               await rm(dataDir, { recursive: true, force: true });
@@ -192,8 +214,14 @@ export async function runTrials(argv: readonly string[]): Promise<void> {
         [...times[2]].sort((a, b) => a - b),
         50,
       );
+      const cores = availableParallelism();
+      const busy1 =
+        busy[1].length === 0 ? undefined : busy[1].reduce((a, b) => a + b, 0) / busy[1].length;
       summary.push(
-        `trials  ${label.padEnd(10)} median wall: ${f(m1, 1)} s at 1, ${f(m2, 1)} s at 2 → ×${f(m1 / m2)} with --trial-concurrency 2 (goal ≥ 1.6 on 2 cores)`,
+        `trials  ${label.padEnd(10)} median wall: ${f(m1, 1)} s at 1, ${f(m2, 1)} s at 2 → ×${f(m1 / m2)} with --trial-concurrency 2 (goal ≥ 1.6 on 2 cores)` +
+          (busy1 === undefined
+            ? ''
+            : `; at 1 the runs already kept ${f(busy1)} cores busy, so ${cores} cores allow at most ×${f(cores / busy1)} from concurrency`),
       );
     }
   } finally {

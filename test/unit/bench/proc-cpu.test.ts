@@ -5,6 +5,7 @@ describe('bench CPU readings from /proc', () => {
   it('reads the CPU fields of a stat line, whatever the command name holds', () => {
     const tail = 'S 1 42 42 0 -1 4194560 1 2 3 4 150 30 7 2 20 0 11 0 99 0 0';
     expect(parseProcStat(`42 (node) ${tail}`)).toEqual({
+      ppid: 1,
       utime: 150,
       stime: 30,
       cutime: 7,
@@ -12,6 +13,7 @@ describe('bench CPU readings from /proc', () => {
     });
     // A command name with spaces and a parenthesis (Linux shows it as the process set it)
     expect(parseProcStat(`43 (postgres: a) b) ${tail}`)).toEqual({
+      ppid: 1,
       utime: 150,
       stime: 30,
       cutime: 7,

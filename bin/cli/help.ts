@@ -395,7 +395,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     examples: ['ai4rag stats --json'],
   },
   index: {
-    summary: "build the collection's ANN (HNSW) index now",
+    summary: "build the collection's ANN (HNSW) index now, and bring its BM25 weights up to date",
     usage: 'index [--force] [--merge] [options]',
     description:
       'Ingest does it every 20,000 chunks and at its end once the collection has 20,000; concurrently on PostgreSQL. ' +

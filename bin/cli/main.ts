@@ -1009,6 +1009,13 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
   return withSession(
     p,
     async ({ store }) => {
+      // The keyword statistics first: a re-weighting a commit left to later (a collection past its bound) is done
+      // here rather than by a search, and before the build, whose HNSW graph would otherwise take every updated row.
+      const statistics = await store.refreshStatistics?.();
+      const reweighted = statistics?.reweighted === true;
+      if (reweighted && !flag(p, 'json')) {
+        io.out(`${store.collectionName}: BM25 weights recomputed (the average chunk length had drifted)`);
+      }
       if (!store.buildIndex) {
         io.out(`${store.collectionName}: this store indexes at creation; nothing to build`);
         return 0;
@@ -1018,8 +1025,15 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
         merge: flag(p, 'merge'),
         ...(memory !== undefined && { memory }),
       });
-      if (flag(p, 'json')) io.out(jsonLine({ collection: store.collectionName, ...r }));
-      else if (r.built) io.out(`${store.collectionName}: ${describeBuild(r)}`);
+      if (flag(p, 'json')) {
+        io.out(
+          jsonLine({
+            collection: store.collectionName,
+            ...r,
+            ...(reweighted && { bm25Reweighted: true }),
+          }),
+        );
+      } else if (r.built) io.out(`${store.collectionName}: ${describeBuild(r)}`);
       else io.out(`${store.collectionName}: no index built — ${r.reason}`);
       return 0;
     },

@@ -719,7 +719,7 @@ export type StatisticsOutcome = StatisticsRefresh | { error: string };
  * default `annMinRows`), which have no HNSW index for the re-weighting's row updates to re-insert every row into.
  * Re-weighting takes about 1 s per 1,000 such rows on PGlite (the first query after `npm run bench -- --serve`'s
  * 1,000 uploads, before this step existed), so one commit spends at most about 20 s on it. A larger collection's
- * re-weighting is left to the next keyword search, as before.
+ * re-weighting is left to `ai4rag index` or, failing that, the next keyword search (as before).
  */
 export const COMMIT_REWEIGHT_ROWS = 20_000;
 

@@ -2,7 +2,7 @@
  * `ai4rag ingest --no-index`: a bulk load leaves the ANN index to `ai4rag index`. Without the flag the ingestion
  * asks the store to build it at the end (the store declines below its threshold); with it, never.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -89,5 +89,39 @@ describe('ai4rag ingest --no-index', () => {
       /^ai4rag_m: HNSW index merged: 3 of 3 chunks indexed in [\d.]+s, 1 segment\(s\)$/,
     );
     expect(again.out.at(-1)).toBe('ai4rag_m: no index built — exists');
+  });
+  it('ai4rag index re-weights BM25 that an ingestion left stale, once, before its build', async () => {
+    // Prepare: a short document fixes the average length; a long one, ingested while the end-of-ingest refresh is
+    // held off (as when the process dies before it), moves it far past the tolerance
+    const docs = join(dir, 'drift');
+    await mkdir(docs);
+    await writeFile(join(docs, 'a.md'), 'Parking permits renew yearly.\n');
+    const data = join(dir, 'data-drift');
+    const run = async (args: string[]) => {
+      const c = capture();
+      const code = await main([...args, '--data-dir', data, '--collection', 'ai4rag_d'], c.io);
+      return { code, out: c.out };
+    };
+    expect((await run(['ingest', docs])).code).toBe(0);
+    await writeFile(
+      join(docs, 'b.md'),
+      `# Travel\n\n${'Economy class is the default for flights under six hours, and receipts are kept for audit. '.repeat(4)}\n`,
+    );
+    const held = vi
+      .spyOn(PgVectorStore.prototype, 'refreshStatistics')
+      .mockResolvedValue({ reweighted: false, deferred: false });
+    expect((await run(['ingest', docs])).code).toBe(0);
+    held.mockRestore();
+    // Act
+    const first = await run(['index']);
+    const second = await run(['index', '--json']);
+    // Assess
+    expect(first.code).toBe(0);
+    expect(first.out).toEqual([
+      'ai4rag_d: BM25 weights recomputed (the average chunk length had drifted)',
+      expect.stringMatching(/^ai4rag_d: no index built — below threshold/),
+    ]);
+    expect(second.out).toHaveLength(1);
+    expect(JSON.parse(second.out[0] as string)).not.toHaveProperty('bm25Reweighted');
   });
 });

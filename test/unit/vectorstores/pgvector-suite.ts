@@ -199,6 +199,43 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
       }
     });
 
+    it('re-weights every version of a chunk, and writes each row its postings, across pages of 1,000 rows', async () => {
+      // Prepare: 1,100 committed chunks, and all but the first (in id order) again in a staged write: its rows beside
+      // the committed ones, two rows to an id, and one id's pair split by the re-weighting's first page boundary (the
+      // 1,000th row); then a change of k1
+      const chunks = Array.from({ length: 1100 }, (_, i) =>
+        makeChunk(`p${i % 50}`, i, `term${i % 7} filler${i % 13} word${i}`),
+      );
+      const store = await create();
+      const name = store.collectionName;
+      try {
+        await store.addChunks(chunks);
+        const version = await store.beginWrite();
+        const first = [...chunks].sort((a, b) => (a.id < b.id ? -1 : 1))[0]?.id;
+        await store.addChunks(
+          chunks.filter((c) => c.id !== first),
+          { version },
+        );
+        await store.close();
+        const reweighed = await create({ collectionName: name, bm25: { k1: 1.5 } });
+        try {
+          // Act
+          expect(await reweighed.refreshStatistics()).toEqual({
+            reweighted: true,
+            deferred: false,
+          });
+          // Assess: 2,199 rows, each with its postings
+          expect((await reweighed.checkIntegrity()).keywordIndexMismatch).toBe(0);
+          const hits = await reweighed.keywordSearch('word1099', { k: 1 });
+          expect(hits.map((h) => h.id)).toEqual([chunks[1099]?.id]);
+        } finally {
+          await reweighed.close();
+        }
+      } finally {
+        await store.close().catch(() => undefined);
+      }
+    });
+
     it('keeps statistics exact under concurrent overlapping upserts on one store', async () => {
       // Prepare
       const store = await create({ bm25: { reweightTolerance: 0 } });

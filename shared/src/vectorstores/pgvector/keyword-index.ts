@@ -195,12 +195,22 @@ export function keywordIndexClientWrite(): { reserve: string; resume: string } {
 /**
  * Statements around a rewrite of every row's weights (BM25 re-weighting): `begin` holds writers off (SHARE lock)
  * and switches the triggers off for this transaction, `end` switches them back on and rebuilds the postings in one
- * sorted pass — instead of the triggers deleting and re-inserting each row's postings one statement at a time.
+ * sorted pass — instead of the triggers deleting and re-inserting each row's postings one statement at a time. A
+ * writer able to COPY runs `clear`, sends the postings itself, and ends with `resume`.
  */
-export function keywordIndexBulk(n: KeywordIndexNames): { begin: string[]; end: string[] } {
+export function keywordIndexBulk(n: KeywordIndexNames): {
+  begin: string[];
+  end: string[];
+  clear: string;
+  resume: string;
+} {
   return {
     begin: [`LOCK TABLE ${n.table} IN SHARE MODE`, `SET LOCAL ${BULK_SETTING} = 'on'`],
     end: [`SET LOCAL ${BULK_SETTING} = 'off'`, ...keywordIndexBackfill(n)],
+    // A writer that sends every row's new postings itself (binary COPY) empties the index first and, instead of
+    // `end`, only switches the triggers back on.
+    clear: `DELETE FROM ${n.postings}`,
+    resume: `SET LOCAL ${BULK_SETTING} = 'off'`,
   };
 }
 

@@ -55,20 +55,21 @@ const RETRIED_STATES = new Set(['23505', '40P01', 'conflict']);
 class WriteConflict extends Error {}
 
 /** Sparse BM25 weights: ascending term ids and their values. */
-interface SortedWeights {
+export interface SortedWeights {
   indices: number[];
   values: number[];
 }
 
 /** Sparse weights as ascending term ids and their non-zero finite values. */
-function sortedWeights(weights: ReadonlyMap<number, number>): SortedWeights {
+export function sortedWeights(weights: ReadonlyMap<number, number>): SortedWeights {
   const entries = [...weights.entries()]
     .filter(([, v]) => v !== 0 && Number.isFinite(v))
     .sort((a, b) => a[0] - b[0]);
   return { indices: entries.map(([i]) => i), values: entries.map(([, v]) => v) };
 }
 
-function sortedLiteral(w: SortedWeights): string {
+/** `sparsevec` text of sorted weights. */
+export function sortedLiteral(w: SortedWeights): string {
   return `{${w.indices.map((i, j) => `${i}:${w.values[j]}`).join(',')}}/${BM25_DIM}`;
 }
 
@@ -104,14 +105,14 @@ interface PreparedBatch {
 }
 
 /** A batch's postings in the index's order (term, weight descending, row); `row` indexes the batch. */
-interface BatchPostings {
+export interface BatchPostings {
   term: Int32Array;
   w: Float32Array;
   row: Int32Array;
 }
 
 /** The postings of the rows `pick` of a batch, sorted as the index orders them (its inserts are then in order). */
-function sortedPostings(
+export function sortedPostings(
   weights: readonly SortedWeights[],
   pick: (i: number) => boolean,
 ): BatchPostings {

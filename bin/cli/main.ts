@@ -1014,7 +1014,9 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
       const statistics = await store.refreshStatistics?.();
       const reweighted = statistics?.reweighted === true;
       if (reweighted && !flag(p, 'json')) {
-        io.out(`${store.collectionName}: BM25 weights recomputed (the average chunk length had drifted)`);
+        io.out(
+          `${store.collectionName}: BM25 weights recomputed (the average chunk length had drifted)`,
+        );
       }
       if (!store.buildIndex) {
         io.out(`${store.collectionName}: this store indexes at creation; nothing to build`);

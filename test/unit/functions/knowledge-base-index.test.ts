@@ -8,7 +8,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createChunkHandler } from '../../../functions/chunk/handler.js';
 import { createEmbedBatchHandler } from '../../../functions/embed-batch/handler.js';
 import { createIngestHandler } from '../../../functions/ingest/handler.js';
-import { embedBatch, ensureIndex } from '../../../shared/src/ingest/knowledge-base.js';
+import {
+  embedBatch,
+  ensureIndex,
+  refreshAfterCommit,
+} from '../../../shared/src/ingest/knowledge-base.js';
 import { PgVectorStore } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { openPglite, type SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 import type { VectorStore } from '../../../shared/src/vectorstores/types.js';
@@ -106,6 +110,36 @@ describe('the ANN index in the knowledge-base flow', () => {
       context,
     )) as SQSBatchResponse;
     expect(out.batchItemFailures).toEqual([]);
+    const store = opened.at(-1) as PgVectorStore;
+    expect((await store.listDocuments()).map((d) => d.documentId)).toEqual([
+      'guides/leave policy.md',
+    ]);
+  });
+  it('commits the document even when the statistics step fails, and says why', async () => {
+    const failing = {
+      refreshStatistics: async () => {
+        throw new Error('canceling statement due to lock timeout');
+      },
+    } as unknown as VectorStore;
+    expect(await refreshAfterCommit(failing)).toEqual({
+      error: 'canceling statement due to lock timeout',
+    });
+    expect(await refreshAfterCommit({} as VectorStore)).toBeUndefined();
+    // Through embedBatch: the document is committed and indexed; the outcome names the failure
+    const messages = await ingestToEmbedMessages();
+    const open = rt.openStore;
+    rt.openStore = async (...args) => {
+      const store = await open(...args);
+      (store as { refreshStatistics?: unknown }).refreshStatistics = failing.refreshStatistics;
+      return store;
+    };
+    const results = [];
+    for (const m of messages) results.push(await embedBatch(rt, JSON.parse(m).batchKey as string));
+    expect(results.at(-1)).toMatchObject({
+      committed: true,
+      statistics: { error: 'canceling statement due to lock timeout' },
+      index: { built: true },
+    });
     const store = opened.at(-1) as PgVectorStore;
     expect((await store.listDocuments()).map((d) => d.documentId)).toEqual([
       'guides/leave policy.md',

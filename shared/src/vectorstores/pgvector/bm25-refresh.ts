@@ -218,8 +218,8 @@ export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promis
             total += tcs.reduce((s, x) => s + x, 0);
             await tx.query(
               `UPDATE ${ctx.t.table} AS t SET token_count = u.tc
-                 FROM unnest($1::text[], $2::int4[]) AS u(id, tc) WHERE t.id = u.id`,
-              [rows.map((r) => r.id), tcs],
+                 FROM unnest($1::int8[], $2::int4[]) AS u(rid, tc) WHERE t.rid = u.rid`,
+              [rows.map((r) => r.rid), tcs],
             );
           });
           await tx.query(`DELETE FROM ${ctx.t.dfTable}`);
@@ -233,7 +233,7 @@ export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promis
         // Where the store writes through COPY (`useCopy`: not a pg client of pglite-socket, on which a COPY FROM
         // STDIN never finished), it sends each batch's new postings itself (sorted, binary) as the write path does,
         // instead of the server parsing every row's weights back from their text at the end: a re-weighting of 6,343
-        // SciFact chunks on the server spent 1.24 s of its 2.95 s in that parse.
+        // SciFact chunks on the server spent 1.24 s of its 2.95 s in that parse (pg_stat_statements, a scratch run).
         const copy = ctx.useCopy ? tx.copyFrom?.bind(tx) : undefined;
         if (copy !== undefined) await tx.query(bulk.clear);
         await forEachRowBatch(ctx, tx, async (rows) => {
@@ -285,14 +285,14 @@ export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promis
 async function forEachRowBatch(
   ctx: StoreContext,
   tx: SqlClient,
-  fn: (rows: { rid: number; id: string; content: string }[]) => Promise<void>,
+  fn: (rows: { rid: number; content: string }[]) => Promise<void>,
 ): Promise<void> {
   // By row id, which is unique: a chunk id is shared by its versions (a staged write's rows beside the committed
   // ones), so paging by it skipped a version that fell just past a page's end.
   let after = -1;
   for (;;) {
-    const res = await tx.query<{ rid: number; id: string; content: string }>(
-      `SELECT rid::float8 AS rid, id, content FROM ${ctx.t.table} WHERE rid > $1 ORDER BY rid LIMIT ${REWEIGHT_BATCH}`,
+    const res = await tx.query<{ rid: number; content: string }>(
+      `SELECT rid::float8 AS rid, content FROM ${ctx.t.table} WHERE rid > $1 ORDER BY rid LIMIT ${REWEIGHT_BATCH}`,
       [after],
     );
     if (res.rows.length === 0) return;

@@ -177,7 +177,12 @@ async function timeIngest(
     }
     // The keyword index's postings our store wrote too, into a table of the same definition (its b-tree included):
     // the floor of writing everything we write, not only the chunks.
-    const { postings } = keywordIndexNames(name);
+    const { postings, fresh } = keywordIndexNames(name);
+    // A collection this small writes its postings to the folded table (`FRESH_POSTINGS_FROM_ROW`); fresh ones
+    // would be left out of the copy below.
+    const left = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${fresh}`);
+    if ((left.rows[0]?.n ?? 0) > 0)
+      throw new Error(`${fresh} holds postings: the floor would miss them`);
     await client.query(`CREATE TABLE ${name}_pfloor (LIKE ${postings} INCLUDING ALL)`);
     const loadedPostings = await target.copyRows(client, postings, `${name}_pfloor`, 'binary');
     await client.query(`DROP TABLE ${name}_pfloor`);

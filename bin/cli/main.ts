@@ -1035,8 +1035,15 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
             ...(reweighted && { bm25Reweighted: true }),
           }),
         );
-      } else if (r.built) io.out(`${store.collectionName}: ${describeBuild(r)}`);
-      else io.out(`${store.collectionName}: no index built — ${r.reason}`);
+      } else {
+        if (r.postingsFolded !== undefined) {
+          io.out(
+            `${store.collectionName}: keyword index: ${r.postingsFolded} fresh postings folded`,
+          );
+        }
+        if (r.built) io.out(`${store.collectionName}: ${describeBuild(r)}`);
+        else io.out(`${store.collectionName}: no index built — ${r.reason}`);
+      }
       return 0;
     },
     READER,

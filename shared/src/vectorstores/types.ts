@@ -189,6 +189,8 @@ export interface IndexBuildResult {
   indexed?: number;
   /** ANN index segments after the call (pgvector). */
   segments?: number;
+  /** Keyword-index postings this call moved from the fresh table into the folded one (pgvector; absent when none). */
+  postingsFolded?: number;
 }
 
 /** Result of {@link VectorStore.checkIntegrity}. */

@@ -5,6 +5,7 @@ import { mulberry32 } from '../../../shared/src/util/random.js';
 import { termFrequencies } from '../../../shared/src/vectorstores/pgvector/bm25.js';
 import { LOG_VACUUM_BYTES } from '../../../shared/src/vectorstores/pgvector/bm25-refresh.js';
 import {
+  allPostings,
   BULK_SETTING,
   DELETE_PLAN_MARK,
   keywordIndexNames,
@@ -57,7 +58,7 @@ const QUERIES = [
 async function postingCount(client: SqlClient, collection: string): Promise<number> {
   const n = keywordIndexNames(collection);
   const res = await client.query<{ n: number }>(
-    `SELECT (SELECT count(*) FROM ${n.postings})::int AS n`,
+    `SELECT (SELECT count(*) FROM ${allPostings(n)} a)::int AS n`,
   );
   return res.rows[0]?.n ?? -1;
 }
@@ -99,6 +100,122 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
         }
       } finally {
         await indexed.close();
+        await exact.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
+    it('a large collection writes fresh postings; a build folds them; searches and the check read both', async () => {
+      // Prepare: a store that treats every collection as large (fresh postings from the first row), folding from
+      // 500 postings; depth 5 so the keyword reads cut lists in both tables
+      const name = fresh();
+      const large = await PgVectorStore.create({
+        client: getClient(),
+        embedder,
+        collectionName: name,
+        keywordDepth: 5,
+        keywordIndex: { freshFromRow: 0, foldMin: 500 },
+      });
+      const exact = await open(name, 0);
+      const n = keywordIndexNames(name);
+      const scalar = async (sql: string) =>
+        Number((await getClient().query<{ n: number }>(sql)).rows[0]?.n);
+      const count = (table: string) => scalar(`SELECT count(*)::int AS n FROM ${table}`);
+      const hits = async () => {
+        const out: string[][] = [];
+        for (const q of QUERIES)
+          out.push((await large.keywordSearch(q, { k: 10 })).map((h) => h.id));
+        return out;
+      };
+      try {
+        await large.addChunks(corpus(200, 20, 3));
+        const total = await postingCount(getClient(), name);
+        expect(await count(n.postings)).toBe(0);
+        expect(await count(n.fresh)).toBe(total);
+        const before = await hits();
+        for (const q of QUERIES.slice(0, 3)) {
+          const want = (await exact.keywordSearch(q, { k: 10 })).map((h) => h.id);
+          const got = (
+            await PgVectorStore.create({
+              client: getClient(),
+              embedder,
+              collectionName: name,
+            }).then(async (s) => {
+              try {
+                return await s.keywordSearch(q, { k: 10 });
+              } finally {
+                await s.close();
+              }
+            })
+          ).map((h) => h.id);
+          expect(got, q).toEqual(want);
+        }
+        expect((await large.checkIntegrity()).keywordIndexMismatch).toBe(0);
+
+        // Act: a build below the fold's threshold, then more rows and a build above it
+        const below = await PgVectorStore.create({
+          client: getClient(),
+          embedder,
+          collectionName: name,
+          keywordIndex: { foldMin: total + 1 },
+        });
+        const notFolded = await below.buildIndex();
+        await below.close();
+        const folded = await large.buildIndex();
+
+        // Assert: every posting moved once, the same hits, the check clean
+        expect(notFolded.postingsFolded).toBeUndefined();
+        expect(folded.postingsFolded).toBe(total);
+        expect([await count(n.postings), await count(n.fresh)]).toEqual([total, 0]);
+        expect(await hits()).toEqual(before);
+        expect((await large.checkIntegrity()).keywordIndexMismatch).toBe(0);
+
+        // Act: new rows (fresh again), then a delete of a document whose rows' postings are in both tables
+        await large.addChunks(
+          corpus(40, 20, 5).map((c, i) =>
+            makeChunk(String(c.metadata.document_id), 100 + i, c.text),
+          ),
+        );
+        const ofDoc1 = (table: string) =>
+          scalar(
+            `SELECT count(*)::int AS n FROM ${table} WHERE rid IN (SELECT rid FROM ${n.table} WHERE document_id = 'doc1')`,
+          );
+        const inBoth = [await ofDoc1(n.postings), await ofDoc1(n.fresh)];
+        await large.deleteDocument('doc1');
+
+        // Assert: doc1's postings were in both tables; none of its rows' postings is left in either
+        expect(inBoth.every((x) => x > 0)).toBe(true);
+        expect((await large.checkIntegrity()).keywordIndexMismatch).toBe(0);
+        expect(await postingCount(getClient(), name)).toBe(
+          await scalar(
+            `SELECT count(*)::int AS n FROM ${n.table} t,
+               LATERAL unnest(string_to_array(btrim(split_part(t.bm25::text, '/', 1), '{}'), ',')) e`,
+          ),
+        );
+
+        // Act: `merge` folds whatever is fresh; then two fresh postings, under 1/16 of the folded ones
+        const left = await count(n.fresh);
+        const merged = await large.buildIndex({ merge: true });
+        await getClient().query(`ANALYZE ${n.postings}`);
+        await large.addChunks([makeChunk('doc99', 1, 'w0x w1x')]);
+        const eager = await PgVectorStore.create({
+          client: getClient(),
+          embedder,
+          collectionName: name,
+          keywordIndex: { freshFromRow: 0, foldMin: 1 },
+        });
+        const small = await eager.buildIndex();
+        const forced = await eager.buildIndex({ merge: true });
+        await eager.close();
+
+        // Assert: the fraction holds a small fold back; `merge` does not wait for it
+        expect(merged.postingsFolded).toBe(left);
+        expect(small.postingsFolded).toBeUndefined();
+        expect(forced.postingsFolded).toBe(2);
+        expect(await count(n.fresh)).toBe(0);
+        expect((await large.checkIntegrity()).keywordIndexMismatch).toBe(0);
+      } finally {
+        await large.close();
         await exact.close();
         await dropPgCollection(getClient(), name);
       }
@@ -161,7 +278,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
         const lengths = new Map(
           (
             await getClient().query<{ term: number; n: number }>(
-              `SELECT term, count(*)::int AS n FROM ${n.postings} GROUP BY term`,
+              `SELECT term, count(*)::int AS n FROM ${allPostings(n)} a GROUP BY term`,
             )
           ).rows.map((r) => [r.term, r.n]),
         );
@@ -317,7 +434,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
           Number(
             (
               await getClient().query<{ n: number }>(
-                `SELECT count(*)::int AS n FROM ${n.postings} WHERE rid IN (SELECT rid FROM ${t} WHERE document_id = $1)`,
+                `SELECT count(*)::int AS n FROM ${allPostings(n)} a WHERE rid IN (SELECT rid FROM ${t} WHERE document_id = $1)`,
                 [doc],
               )
             ).rows[0]?.n,
@@ -328,9 +445,9 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
             const counts = async () =>
               (
                 await tx.query<{ seq: number; fetched: number }>(
-                  `SELECT seq_scan::int AS seq, idx_tup_fetch::int AS fetched FROM pg_stat_xact_user_tables
-                   WHERE relid = to_regclass($1)`,
-                  [n.postings],
+                  `SELECT sum(seq_scan)::int AS seq, sum(idx_tup_fetch)::int AS fetched
+                   FROM pg_stat_xact_user_tables WHERE relid IN (to_regclass($1), to_regclass($2))`,
+                  [n.postings, n.fresh],
                 )
               ).rows[0] ?? { seq: -1, fetched: -1 };
             const before = await counts();
@@ -349,7 +466,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
           ['doc1'],
         );
 
-        // Assert: no scan of the postings, one posting fetched per posting removed, and the index still exact
+        // Assert: no scan of either postings table, one posting fetched per posting removed, and the index still exact
         expect(del).toEqual({ seq: 0, fetched: deleted });
         expect(upd).toEqual({ seq: 0, fetched: reweighed });
         expect((await store.checkIntegrity()).keywordIndexMismatch).toBe(0);
@@ -499,6 +616,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
           });
         }
         await getClient().query(`DELETE FROM ${n.postings} WHERE term % 3 = 0`);
+        await getClient().query(`DELETE FROM ${n.fresh} WHERE term % 3 = 0`);
 
         // Act
         const before = await store.checkIntegrity();

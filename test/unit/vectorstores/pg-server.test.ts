@@ -1,6 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  keywordIndexFold,
+  keywordIndexNames,
+} from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
+import {
   dropPgCollection,
   PgVectorStore,
 } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
@@ -121,6 +125,63 @@ describe.skipIf(config === undefined)('concurrent index builds on a PostgreSQL s
     } finally {
       await a.close();
       await b.close();
+      await dropPgCollection(client, name);
+      await client.close();
+    }
+  });
+});
+
+describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server', () => {
+  it('a delete racing with a fold of its postings waits for it and leaves no posting behind', async () => {
+    // Prepare: every posting fresh (the store treats the collection as large), 20 documents of 10 chunks
+    if (config === undefined) return;
+    const pool = new pg.Pool({ ...clientOptions(config), max: 4 });
+    const client = fromPgPool(pool, { ownsPool: true });
+    const name = `ai4rag_fold_race_${Date.now().toString(36)}`;
+    const store = await PgVectorStore.create({
+      client,
+      embedder: createHashEmbedder({ dimension: 8 }),
+      collectionName: name,
+      keywordIndex: { freshFromRow: 0, foldMin: 1 },
+    });
+    const n = keywordIndexNames(name.toLowerCase());
+    const fold = keywordIndexFold(n);
+    const conn = await pool.connect();
+    try {
+      await store.addChunks(
+        Array.from({ length: 200 }, (_, i) =>
+          makeChunk(`d${i % 20}`, i, `w${i % 7}x w${i % 13}x w${i % 29}x shared`),
+        ),
+      );
+      // A fold moving every posting, its transaction still open
+      await conn.query('BEGIN');
+      await conn.query(fold.lock);
+      const moved = (await conn.query<{ moved: number }>(fold.fold)).rows[0]?.moved;
+
+      // Act: a document deleted meanwhile (its rows' postings are the fold's, locked), then the fold commits
+      const deleting = store.deleteDocument('d3');
+      let waited = false;
+      for (let i = 0; i < 100 && !waited; i += 1) {
+        await new Promise((r) => setTimeout(r, 20));
+        const res = await pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+        );
+        waited = (res.rows[0]?.n ?? 0) > 0;
+      }
+      await conn.query('COMMIT');
+      const deleted = await deleting;
+
+      // Assert: the delete had to wait for the fold, removed its 10 rows, and no posting of them survives
+      expect(moved).toBeGreaterThan(0);
+      expect(waited).toBe(true);
+      expect(deleted).toBe(10);
+      const report = await store.checkIntegrity();
+      expect(report.keywordIndexMismatch).toBe(0);
+      const fresh = await pool.query(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+      expect(fresh.rows[0]?.n).toBe(0);
+    } finally {
+      conn.release();
+      await store.close();
       await dropPgCollection(client, name);
       await client.close();
     }

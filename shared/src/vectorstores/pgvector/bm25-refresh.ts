@@ -235,7 +235,7 @@ export function refreshBm25(ctx: StoreContext, analyzerChanged: boolean): Promis
         // instead of the server parsing every row's weights back from their text at the end: a re-weighting of 6,343
         // SciFact chunks on the server spent 1.24 s of its 2.95 s in that parse (pg_stat_statements, a scratch run).
         const copy = ctx.useCopy ? tx.copyFrom?.bind(tx) : undefined;
-        if (copy !== undefined) await tx.query(bulk.clear);
+        if (copy !== undefined) for (const sql of bulk.clear) await tx.query(sql);
         await forEachRowBatch(ctx, tx, async (rows) => {
           const weights = rows.map((r) => {
             const tokens = analyze(r.content);

@@ -57,8 +57,16 @@ export function deeperDepth(depth: number, cut: number): number {
 export interface KeywordIndexNames {
   /** The chunk table (quoted). */
   table: string;
+  /** The folded postings (written in bulk: a fold, a rebuild; and by writers while the collection is small). */
   postings: string;
   postingsIndex: string;
+  /**
+   * The fresh postings: what writers add to a large collection (see {@link FRESH_POSTINGS_FROM_ROW}) and what the
+   * insert trigger writes, until a fold ({@link keywordIndexFold}) moves them into {@link postings}. Searches read
+   * both.
+   */
+  fresh: string;
+  freshIndex: string;
   ridIndex: string;
   fn: string;
   insertTrigger: string;
@@ -73,6 +81,8 @@ export function keywordIndexNames(key: string): KeywordIndexNames {
     table: quoteIdent(key),
     postings: q('p'),
     postingsIndex: q('pi'),
+    fresh: q('q'),
+    freshIndex: q('qi'),
     ridIndex: q('r'),
     fn: q('pf'),
     insertTrigger: q('ti'),
@@ -102,6 +112,8 @@ export function keywordIndexDdl(n: KeywordIndexNames): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${n.postings} (term int4 NOT NULL, w float4 NOT NULL, rid bigint NOT NULL)`,
     `CREATE INDEX IF NOT EXISTS ${n.postingsIndex} ON ${n.postings} (term, w DESC, rid)`,
+    `CREATE TABLE IF NOT EXISTS ${n.fresh} (term int4 NOT NULL, w float4 NOT NULL, rid bigint NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS ${n.freshIndex} ON ${n.fresh} (term, w DESC, rid)`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${n.ridIndex} ON ${n.table} (rid)`,
     `CREATE OR REPLACE FUNCTION ${n.fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$
      DECLARE
@@ -114,7 +126,7 @@ export function keywordIndexDdl(n: KeywordIndexNames): string[] {
          RETURN NULL;
        END IF;
        IF TG_OP = 'INSERT' THEN
-         INSERT INTO ${n.postings} (term, w, rid) ${expand('new_rows')} ORDER BY 1, 2 DESC, 3;
+         INSERT INTO ${n.fresh} (term, w, rid) ${expand('new_rows')} ORDER BY 1, 2 DESC, 3;
          RETURN NULL;
        END IF;
        IF TG_OP = 'UPDATE' THEN
@@ -136,17 +148,21 @@ export function keywordIndexDdl(n: KeywordIndexNames): string[] {
          current_setting('enable_memoize')];
        PERFORM set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
          set_config('enable_memoize', 'off', true);
+       -- ${FRESH_MARK}: a row's postings are in the fresh table or the folded one. The fresh table first, then the folded one in a
+       -- statement of its own (a new snapshot): a fold moving them meanwhile holds their rows, so the first delete
+       -- waits for it, finds them gone, and the second sees where the fold put them.
        IF TG_OP = 'DELETE' THEN
-         WITH d AS MATERIALIZED (${expand('old_rows')})
-         DELETE FROM ${n.postings} p USING d WHERE p.term = d.term AND p.w = d.w AND p.rid = d.rid;
-       ELSE
-         WITH d AS MATERIALIZED (${expand('(SELECT * FROM unnest(rids, weights) AS u(rid, bm25))')})
-         DELETE FROM ${n.postings} p USING d WHERE p.term = d.term AND p.w = d.w AND p.rid = d.rid;
+         rids := ARRAY(SELECT rid FROM old_rows WHERE bm25 IS NOT NULL);
+         weights := ARRAY(SELECT bm25 FROM old_rows WHERE bm25 IS NOT NULL);
        END IF;
+       WITH d AS MATERIALIZED (${expand('(SELECT * FROM unnest(rids, weights) AS u(rid, bm25))')})
+       DELETE FROM ${n.fresh} p USING d WHERE p.term = d.term AND p.w = d.w AND p.rid = d.rid;
+       WITH d AS MATERIALIZED (${expand('(SELECT * FROM unnest(rids, weights) AS u(rid, bm25))')})
+       DELETE FROM ${n.postings} p USING d WHERE p.term = d.term AND p.w = d.w AND p.rid = d.rid;
        PERFORM set_config('enable_hashjoin', saved[1], true), set_config('enable_mergejoin', saved[2], true),
          set_config('enable_memoize', saved[3], true);
        IF TG_OP = 'UPDATE' THEN
-         INSERT INTO ${n.postings} (term, w, rid)
+         INSERT INTO ${n.fresh} (term, w, rid)
            ${expand('(SELECT x.rid, x.bm25 FROM new_rows x JOIN unnest(rids) AS c(rid) ON c.rid = x.rid)')}
            ORDER BY 1, 2 DESC, 3;
        END IF;
@@ -178,6 +194,12 @@ export const BULK_SETTING = 'ai4rag.postings_bulk';
 export const DELETE_PLAN_MARK = 'postings deleted by probe';
 
 /**
+ * Marks the trigger function's version that writes into the fresh postings and deletes from both tables (see
+ * keywordIndexDdl); a function without it is replaced by the next writer before anything opens the collection.
+ */
+export const FRESH_MARK = 'fresh postings first';
+
+/**
  * For a writer that writes the postings of its new rows itself (binary COPY, sorted: several times cheaper than the
  * insert trigger parsing each row's weights from their text): `reserve` (`$1` the chunk table's name as text, `$2`
  * a count) returns that many new row ids (`rid`, float8, ascending) and switches the triggers off for the rest of
@@ -201,7 +223,7 @@ export function keywordIndexClientWrite(): { reserve: string; resume: string } {
 export function keywordIndexBulk(n: KeywordIndexNames): {
   begin: string[];
   end: string[];
-  clear: string;
+  clear: string[];
   resume: string;
 } {
   return {
@@ -209,7 +231,7 @@ export function keywordIndexBulk(n: KeywordIndexNames): {
     end: [`SET LOCAL ${BULK_SETTING} = 'off'`, ...keywordIndexBackfill(n)],
     // A writer that sends every row's new postings itself (binary COPY) empties the index first and, instead of
     // `end`, only switches the triggers back on.
-    clear: `DELETE FROM ${n.postings}`,
+    clear: [`DELETE FROM ${n.fresh}`, `DELETE FROM ${n.postings}`],
     resume: `SET LOCAL ${BULK_SETTING} = 'off'`,
   };
 }
@@ -221,6 +243,7 @@ export function keywordIndexBulk(n: KeywordIndexNames): {
 export function keywordIndexBackfill(n: KeywordIndexNames): string[] {
   return [
     `LOCK TABLE ${n.table} IN SHARE MODE`,
+    `DELETE FROM ${n.fresh}`,
     `DELETE FROM ${n.postings}`,
     `INSERT INTO ${n.postings} (term, w, rid) ${expand(n.table)} ORDER BY 1, 2 DESC, 3`,
   ];
@@ -229,13 +252,22 @@ export function keywordIndexBackfill(n: KeywordIndexNames): string[] {
 /** Rows (one, `n`): postings missing from the index or present without their chunk's weight (0 when consistent). */
 export function keywordIndexMismatchSql(n: KeywordIndexNames): string {
   return `SELECT count(*)::int AS n FROM (
-    (SELECT term, w, rid FROM ${n.postings} EXCEPT ALL SELECT * FROM (${expand(n.table)}) e)
-    UNION ALL (SELECT * FROM (${expand(n.table)}) e EXCEPT ALL SELECT term, w, rid FROM ${n.postings})) x`;
+    (SELECT term, w, rid FROM ${allPostings(n)} a EXCEPT ALL SELECT * FROM (${expand(n.table)}) e)
+    UNION ALL (SELECT * FROM (${expand(n.table)}) e EXCEPT ALL SELECT term, w, rid FROM ${allPostings(n)} a)) x`;
+}
+
+/** SQL (a parenthesized relation `(term, w, rid)`): the folded and the fresh postings together. */
+export function allPostings(n: KeywordIndexNames): string {
+  return `(SELECT term, w, rid FROM ${n.postings} UNION ALL SELECT term, w, rid FROM ${n.fresh})`;
 }
 
 /** Statements dropping the keyword-index objects that outlive their chunk table (the triggers go with it). */
 export function keywordIndexDrop(n: KeywordIndexNames): string[] {
-  return [`DROP TABLE IF EXISTS ${n.postings}`, `DROP FUNCTION IF EXISTS ${n.fn}()`];
+  return [
+    `DROP TABLE IF EXISTS ${n.postings}`,
+    `DROP TABLE IF EXISTS ${n.fresh}`,
+    `DROP FUNCTION IF EXISTS ${n.fn}()`,
+  ];
 }
 
 /**
@@ -243,8 +275,9 @@ export function keywordIndexDrop(n: KeywordIndexNames): string[] {
  * query as sparsevec (exact rescoring), `$6` limit; `visible` and `extra` are SQL predicates on the chunk table
  * (visibility of staged writes, the compiled metadata filter with parameters from `$7`). Result rows are the hits
  * best first; the last row (`id` NULL) carries `bound` and `ncand`:
- * - `bound`: the most a chunk missing from every cut list can score — the sum, over the terms whose list was cut at
- *   `depth`, of the lowest partial score read (0 when no list was cut);
+ * - `bound`: the most a chunk missing from every cut list can score — the sum, over the terms with a list cut at
+ *   `depth`, of the lowest partial score read from it (a term's postings are in two lists, folded and fresh, a
+ *   chunk's in one of them: the larger of the two lists' lowest when both were cut; 0 when no list was cut);
  * - `cth`: the partial score of the last candidate kept when `ncand` reached `$4` (else 0), so a chunk read but not
  *   kept scores at most `cth + bound`.
  * The top k is provably exact when the k-th hit scores at least `cth + bound`.
@@ -256,22 +289,29 @@ export function keywordQuery(
   projection: 'rows' | 'ids' = 'rows',
 ): string {
   return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
-    hits AS (SELECT p.rid, q.term, q.qw * p.w AS s FROM ${topPostings(n)}),
+    hits AS (SELECT p.rid, q.term, p.src, q.qw * p.w AS s FROM ${topPostings(n)}),
     cand AS (SELECT rid, sum(s) AS s FROM hits GROUP BY rid ORDER BY sum(s) DESC, rid LIMIT $4),
     res AS (${rescore(n, visible, extra, projection)})
     SELECT id, content, metadata, score, NULL::float8 AS bound, NULL::float8 AS cth, NULL::int AS ncand, 1 AS part
     FROM res
     UNION ALL SELECT NULL, NULL, NULL, NULL,
-      (SELECT COALESCE(sum(m), 0) FROM (SELECT min(s) AS m FROM hits GROUP BY term HAVING count(*) >= $3) b),
+      (SELECT COALESCE(sum(m), 0) FROM (SELECT max(m) AS m FROM (SELECT term, min(s) AS m FROM hits
+        GROUP BY term, src HAVING count(*) >= $3) c GROUP BY term) b),
       (SELECT CASE WHEN count(*) >= $4 THEN min(s) ELSE 0 END FROM cand),
       (SELECT count(*)::int FROM cand), 2
     ORDER BY part, score DESC, id`;
 }
 
-/** The `$3` highest-weighted postings `p(rid, w)` of each query term `q(term, qw)` (an index range scan each). */
+/**
+ * The `$3` highest-weighted postings `p(rid, w, src)` of each query term `q(term, qw)` in each of the two postings
+ * tables (`src` 0: folded, 1: fresh): an index range scan each, so a term's read is bounded by twice `$3` whatever
+ * the planner thinks of the tables' sizes (a chunk's postings are in one of them).
+ */
 function topPostings(n: KeywordIndexNames): string {
   return `q CROSS JOIN LATERAL (
-      SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3) p`;
+      (SELECT rid, w, 0 AS src FROM ${n.postings} WHERE ${n.postings}.term = q.term ORDER BY w DESC, rid LIMIT $3)
+      UNION ALL
+      (SELECT rid, w, 1 AS src FROM ${n.fresh} WHERE ${n.fresh}.term = q.term ORDER BY w DESC, rid LIMIT $3)) p`;
 }
 
 /**
@@ -313,4 +353,51 @@ export function keywordQueryUnbounded(
     cand AS (SELECT p.rid, sum(q.qw * p.w) AS s FROM ${topPostings(n)}
       GROUP BY p.rid ORDER BY sum(q.qw * p.w) DESC, p.rid LIMIT $4)
     ${rescore(n, visible, extra, projection)}`;
+}
+
+/** Postings the fresh table holds before an index build folds them ({@link keywordIndexFold}). */
+export const FOLD_MIN_POSTINGS = 2_000_000;
+
+/**
+ * A collection is large for its keyword index once its row ids pass this: writers then add postings to the fresh
+ * table, whose b-tree stays small enough for the buffer cache, instead of to the folded one, where at 1M chunks
+ * each posting landed on a b-tree leaf no longer in memory (a page read, a dirty page written and a full-page WAL
+ * image per posting: README, "One million chunks"). Below it they write to the folded table directly, so a small
+ * collection never pays for a fold.
+ */
+export const FRESH_POSTINGS_FROM_ROW = 100_000;
+
+/**
+ * A fold waits for the fresh postings to reach this fraction of the folded ones (when that is above the fold's
+ * minimum): a fold's cost is about that of rewriting every leaf of the folded b-tree it touches, so larger folds
+ * cost less per posting (measured at 1M chunks: README, "Adding to a large collection").
+ */
+export const FOLD_FRACTION = 16;
+
+/**
+ * The fold: `probe` (`$1` a count, `$2` whether that alone decides) is `due` when the fresh table holds at least
+ * that many postings and, unless `$2`, at least 1/{@link FOLD_FRACTION} of the folded table's (the catalogue's
+ * estimate); `fold` moves every
+ * fresh posting visible to it into the folded table, sorted in the index's order, in one statement (`moved`: how
+ * many). Run in a transaction after `lock` (ROW EXCLUSIVE on the chunk table: it waits for a re-weighting or a
+ * rebuild, which hold SHARE, and lets writers go on). A posting written meanwhile stays fresh; a delete racing with
+ * the fold waits for it on the fresh table and then finds the posting where it was put (see the trigger).
+ */
+export function keywordIndexFold(n: KeywordIndexNames): {
+  probe: string;
+  lock: string;
+  fold: string;
+} {
+  return {
+    probe: `WITH need AS (SELECT (CASE WHEN $2::boolean THEN $1::float8
+          ELSE GREATEST($1::float8, ceil(GREATEST(c.reltuples, 0) / ${FOLD_FRACTION})) END)::int8 AS m
+        FROM pg_class c WHERE c.oid = to_regclass('${n.postings.replaceAll("'", "''")}'))
+      SELECT (SELECT count(*) FROM (SELECT 1 FROM ${n.fresh} LIMIT (SELECT m FROM need)) x) >= (SELECT m FROM need)
+        AS due`,
+    lock: `LOCK TABLE ${n.table} IN ROW EXCLUSIVE MODE`,
+    fold: `WITH moved AS (DELETE FROM ${n.fresh} RETURNING term, w, rid),
+      ins AS (INSERT INTO ${n.postings} (term, w, rid) SELECT term, w, rid FROM moved ORDER BY 1, 2 DESC, 3
+        RETURNING 1)
+      SELECT count(*)::int AS moved FROM ins`,
+  };
 }

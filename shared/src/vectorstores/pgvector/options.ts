@@ -8,9 +8,13 @@ import { resolveCollectionName } from '../naming.js';
 import type { SqlClient } from '../sql-client.js';
 import type { DistanceMetric } from '../types.js';
 import { DEFAULT_BM25_B, DEFAULT_BM25_K1 } from './bm25.js';
-import { DEFAULT_KEYWORD_DEPTH } from './keyword-index.js';
+import {
+  DEFAULT_KEYWORD_DEPTH,
+  FOLD_MIN_POSTINGS,
+  FRESH_POSTINGS_FROM_ROW,
+} from './keyword-index.js';
 import { OPERATOR } from './search.js';
-import { type Bm25Settings, checkNumber } from './store-context.js';
+import { type Bm25Settings, checkNumber, type KeywordIndexSettings } from './store-context.js';
 
 /** Largest `vector` dimension pgvector stores. */
 export const MAX_VECTOR_DIMENSION = 16000;
@@ -45,6 +49,12 @@ export interface PgVectorStoreOptions {
    */
   keywordDepth?: number;
   /**
+   * Where writers put new postings, and when an index build folds them (`keyword-index.ts`): once the collection's
+   * row ids pass `freshFromRow` a writer adds them to the fresh postings table, and a build moves them into the
+   * folded one when it holds at least `foldMin`. @default { freshFromRow: 100000, foldMin: 2000000 }
+   */
+  keywordIndex?: { freshFromRow?: number; foldMin?: number };
+  /**
    * BM25 parameters. `reweightTolerance`: relative drift of the average document length tolerated before all
    * document weights are recomputed (default 0.1; 0 recomputes on any change).
    */
@@ -73,6 +83,7 @@ export interface ResolvedOptions {
   hybridCandidates: number;
   efSearch: number;
   keywordDepth: number;
+  keywordIndex: KeywordIndexSettings;
   bm25: Bm25Settings;
   logger: (message: string) => void;
   createIfMissing: boolean;
@@ -95,6 +106,20 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
   checkNumber('hybridCandidates', options.hybridCandidates ?? 100, 1, 10_000, true);
   checkNumber('efSearch', options.efSearch ?? DEFAULT_EF_SEARCH, 1, 1000, true);
   checkNumber('keywordDepth', options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH, 0, 1_000_000, true);
+  checkNumber(
+    'keywordIndex.freshFromRow',
+    options.keywordIndex?.freshFromRow ?? FRESH_POSTINGS_FROM_ROW,
+    0,
+    Number.MAX_SAFE_INTEGER,
+    true,
+  );
+  checkNumber(
+    'keywordIndex.foldMin',
+    options.keywordIndex?.foldMin ?? FOLD_MIN_POSTINGS,
+    1,
+    Number.MAX_SAFE_INTEGER,
+    true,
+  );
   checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
   checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
   checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
@@ -105,6 +130,10 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
     hybridCandidates: options.hybridCandidates ?? 100,
     efSearch: options.efSearch ?? DEFAULT_EF_SEARCH,
     keywordDepth: options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH,
+    keywordIndex: {
+      freshFromRow: options.keywordIndex?.freshFromRow ?? FRESH_POSTINGS_FROM_ROW,
+      foldMin: options.keywordIndex?.foldMin ?? FOLD_MIN_POSTINGS,
+    },
     bm25: {
       k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,
       b: options.bm25?.b ?? DEFAULT_BM25_B,

@@ -44,6 +44,7 @@ import {
   putDocument,
 } from './documents.js';
 import { checkIntegrity } from './integrity.js';
+import { keywordIndexFold } from './keyword-index.js';
 import { collectionTables } from './names.js';
 import { type PgVectorStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type OpenedCollection, openCollection } from './registry.js';
@@ -60,7 +61,7 @@ import {
   toHit,
   vectorSearch,
 } from './search.js';
-import { checkNumber, runOperation, type StoreContext } from './store-context.js';
+import { checkNumber, runOperation, type StoreContext, sqlState } from './store-context.js';
 import { abortWrite, beginWrite, finishWrite } from './write-ledger.js';
 import { addChunks, upsert } from './writes.js';
 
@@ -155,6 +156,7 @@ export class PgVectorStore implements VectorStore {
         dimension: embedder.dimension,
         distance: o.distance,
         bm25: o.bm25,
+        keywordIndex: o.keywordIndex,
         logger: o.logger,
         useCopy: opened.useCopy,
         readOnly: opened.readOnly,
@@ -315,7 +317,16 @@ export class PgVectorStore implements VectorStore {
    */
   async buildIndex(options: BuildIndexOptions = {}): Promise<IndexBuildResult> {
     this.assertOpen();
-    return buildIndex(this.ctx, this.ann, this.annMinRows, options);
+    // `merge` (ai4rag index --merge: everything into one structure) folds whatever is fresh.
+    const folded = await foldFreshPostings(
+      this.ctx,
+      options.merge === true
+        ? { min: 1, whole: true }
+        : { min: this.ctx.keywordIndex.foldMin, whole: false },
+      options.lockTimeoutMs ?? 5000,
+    );
+    const built = await buildIndex(this.ctx, this.ann, this.annMinRows, options);
+    return folded > 0 ? { ...built, postingsFolded: folded } : built;
   }
 
   /**
@@ -495,4 +506,43 @@ export class PgVectorStore implements VectorStore {
     await this.queue;
     if (this.ownsClient) await this.ctx.client.close();
   }
+}
+
+/**
+ * Moves the fresh postings into the folded table (`keywordIndexFold`) when there are at least `when.min` (and,
+ * unless `when.whole`, 1/16 of the folded ones), in one
+ * transaction that waits at most `lockTimeoutMs` for a re-weighting or a rebuild to end (then it folds nothing and
+ * the next build tries again). Resolves to the postings moved.
+ * @throws {VectorStoreError} for a SQL failure other than the lock timeout.
+ */
+export async function foldFreshPostings(
+  ctx: StoreContext,
+  when: { min: number; whole: boolean },
+  lockTimeoutMs: number,
+): Promise<number> {
+  const f = keywordIndexFold(ctx.t.kw);
+  return ctx.exclusive(() =>
+    ctx.run('keyword index fold', async () => {
+      const due = await ctx.client.query<{ due: boolean }>(f.probe, [when.min, when.whole]);
+      if (due.rows[0]?.due !== true) return 0;
+      const started = performance.now();
+      try {
+        const moved = await ctx.client.transaction(async (tx) => {
+          if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
+          await tx.query(f.lock);
+          return (await tx.query<{ moved: number }>(f.fold)).rows[0]?.moved ?? 0;
+        });
+        ctx.logger(
+          `collection ${ctx.collectionName}: keyword index: ${moved} fresh postings folded in ${((performance.now() - started) / 1000).toFixed(2)} s`,
+        );
+        return moved;
+      } catch (error: unknown) {
+        if (sqlState(error) !== '55P03') throw error;
+        ctx.logger(
+          `collection ${ctx.collectionName}: keyword index fold skipped (the collection was locked for ${lockTimeoutMs} ms)`,
+        );
+        return 0;
+      }
+    }),
+  );
 }

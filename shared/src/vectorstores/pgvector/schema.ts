@@ -8,6 +8,7 @@ import { BM25_DIM } from './bm25.js';
 import {
   BULK_SETTING,
   DELETE_PLAN_MARK,
+  FRESH_MARK,
   keywordIndexBackfill,
   keywordIndexDdl,
   keywordIndexDrop,
@@ -209,8 +210,13 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
     [t.writesTable.slice(1, -1), 'finished_at'],
     [t.table.slice(1, -1), 'rid'],
     [t.kw.postings.slice(1, -1), 'rid'],
+    [t.kw.fresh.slice(1, -1), 'rid'],
   ];
-  const indexes = [t.sequenceIndex.slice(1, -1), t.kw.postingsIndex.slice(1, -1)];
+  const indexes = [
+    t.sequenceIndex.slice(1, -1),
+    t.kw.postingsIndex.slice(1, -1),
+    t.kw.freshIndex.slice(1, -1),
+  ];
   const res = await client.query<{ missing: string }>(
     `SELECT w.t || '.' || w.c AS missing FROM unnest($1::text[], $2::text[]) AS w(t, c)
      WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
@@ -226,7 +232,7 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
       want.map(([, col]) => col),
       indexes,
       `${t.kw.fn}()`,
-      [BULK_SETTING, DELETE_PLAN_MARK],
+      [BULK_SETTING, DELETE_PLAN_MARK, FRESH_MARK],
       inlineEmbeddingsMark(t),
       t.table.slice(1, -1),
       INLINE_COLUMNS,

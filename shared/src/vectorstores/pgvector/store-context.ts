@@ -17,6 +17,14 @@ export interface Bm25Settings {
   reweightTolerance: number;
 }
 
+/** Where writers put new postings and when a build folds them (`keyword-index.ts`, {@link keywordIndexFold}). */
+export interface KeywordIndexSettings {
+  /** Writers add postings to the fresh table once the collection's row ids pass this. */
+  freshFromRow: number;
+  /** An index build folds the fresh postings into the folded table once it holds this many. */
+  foldMin: number;
+}
+
 /** A store's context: fixed once the collection is open. */
 export interface StoreContext {
   client: SqlClient;
@@ -27,6 +35,7 @@ export interface StoreContext {
   dimension: number;
   distance: DistanceMetric;
   bm25: Bm25Settings;
+  keywordIndex: KeywordIndexSettings;
   logger: (message: string) => void;
   /** Bulk writes use the client's binary COPY. */
   useCopy: boolean;

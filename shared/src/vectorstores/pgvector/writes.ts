@@ -424,8 +424,11 @@ async function upsertBatch(
       asPrepared && prepared.postings !== undefined
         ? prepared.postings
         : sortedPostings(weights, (i) => isNew[i] === true);
+    // A large collection's new postings go to the fresh table (its b-tree stays in memory); an index build folds
+    // them into the other in one sorted pass (keywordIndexFold).
+    const large = (rids[0] ?? 0) > ctx.keywordIndex.freshFromRow;
     await tx.copyFrom(
-      ctx.t.kw.postings,
+      large ? ctx.t.kw.fresh : ctx.t.kw.postings,
       POSTING_COLUMNS,
       encodePostings({
         term: postings.term,

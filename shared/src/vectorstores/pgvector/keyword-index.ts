@@ -368,16 +368,7 @@ export const FOLD_MIN_POSTINGS = 2_000_000;
 export const FRESH_POSTINGS_FROM_ROW = 100_000;
 
 /**
- * A fold waits for the fresh postings to reach this fraction of the folded ones (when that is above the fold's
- * minimum): a fold's cost is about that of rewriting every leaf of the folded b-tree it touches, so larger folds
- * cost less per posting (measured at 1M chunks: README, "Adding to a large collection").
- */
-export const FOLD_FRACTION = 16;
-
-/**
- * The fold: `probe` (`$1` a count, `$2` whether that alone decides) is `due` when the fresh table holds at least
- * that many postings and, unless `$2`, at least 1/{@link FOLD_FRACTION} of the folded table's (the catalogue's
- * estimate); `fold` moves every
+ * The fold: `probe` (`$1` a count) is `due` when the fresh table holds at least that many postings; `fold` moves every
  * fresh posting visible to it into the folded table, sorted in the index's order, in one statement (`moved`: how
  * many). Run in a transaction after `lock` (ROW EXCLUSIVE on the chunk table: it waits for a re-weighting or a
  * rebuild, which hold SHARE, and lets writers go on). A posting written meanwhile stays fresh; a delete racing with
@@ -389,11 +380,7 @@ export function keywordIndexFold(n: KeywordIndexNames): {
   fold: string;
 } {
   return {
-    probe: `WITH need AS (SELECT (CASE WHEN $2::boolean THEN $1::float8
-          ELSE GREATEST($1::float8, ceil(GREATEST(c.reltuples, 0) / ${FOLD_FRACTION})) END)::int8 AS m
-        FROM pg_class c WHERE c.oid = to_regclass('${n.postings.replaceAll("'", "''")}'))
-      SELECT (SELECT count(*) FROM (SELECT 1 FROM ${n.fresh} LIMIT (SELECT m FROM need)) x) >= (SELECT m FROM need)
-        AS due`,
+    probe: `SELECT count(*) >= $1 AS due FROM (SELECT 1 FROM ${n.fresh} LIMIT $1) x`,
     lock: `LOCK TABLE ${n.table} IN ROW EXCLUSIVE MODE`,
     fold: `WITH moved AS (DELETE FROM ${n.fresh} RETURNING term, w, rid),
       ins AS (INSERT INTO ${n.postings} (term, w, rid) SELECT term, w, rid FROM moved ORDER BY 1, 2 DESC, 3

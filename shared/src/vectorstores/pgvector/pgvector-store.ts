@@ -320,9 +320,7 @@ export class PgVectorStore implements VectorStore {
     // `merge` (ai4rag index --merge: everything into one structure) folds whatever is fresh.
     const folded = await foldFreshPostings(
       this.ctx,
-      options.merge === true
-        ? { min: 1, whole: true }
-        : { min: this.ctx.keywordIndex.foldMin, whole: false },
+      options.merge === true ? 1 : this.ctx.keywordIndex.foldMin,
       options.lockTimeoutMs ?? 5000,
     );
     const built = await buildIndex(this.ctx, this.ann, this.annMinRows, options);
@@ -509,21 +507,20 @@ export class PgVectorStore implements VectorStore {
 }
 
 /**
- * Moves the fresh postings into the folded table (`keywordIndexFold`) when there are at least `when.min` (and,
- * unless `when.whole`, 1/16 of the folded ones), in one
+ * Moves the fresh postings into the folded table (`keywordIndexFold`) when there are at least `min`, in one
  * transaction that waits at most `lockTimeoutMs` for a re-weighting or a rebuild to end (then it folds nothing and
  * the next build tries again). Resolves to the postings moved.
  * @throws {VectorStoreError} for a SQL failure other than the lock timeout.
  */
 export async function foldFreshPostings(
   ctx: StoreContext,
-  when: { min: number; whole: boolean },
+  min: number,
   lockTimeoutMs: number,
 ): Promise<number> {
   const f = keywordIndexFold(ctx.t.kw);
   return ctx.exclusive(() =>
     ctx.run('keyword index fold', async () => {
-      const due = await ctx.client.query<{ due: boolean }>(f.probe, [when.min, when.whole]);
+      const due = await ctx.client.query<{ due: boolean }>(f.probe, [min]);
       if (due.rows[0]?.due !== true) return 0;
       const started = performance.now();
       try {

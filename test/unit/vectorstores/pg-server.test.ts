@@ -188,6 +188,62 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
   });
 });
 
+describe.skipIf(config === undefined)('keyword-index fold beside an open delete', () => {
+  it('a fold gives way at once to a writer holding some fresh postings, and folds once that writer is done', async () => {
+    // Prepare: every posting fresh; a writer's transaction deleting one document's rows, left open
+    if (config === undefined) return;
+    const pool = new pg.Pool({ ...clientOptions(config), max: 4 });
+    const client = fromPgPool(pool, { ownsPool: true });
+    const name = `ai4rag_fold_skip_${Date.now().toString(36)}`;
+    const store = await PgVectorStore.create({
+      client,
+      embedder: createHashEmbedder({ dimension: 8 }),
+      collectionName: name,
+      keywordIndex: { freshFromRow: 0, foldMin: 1 },
+    });
+    const n = keywordIndexNames(name.toLowerCase());
+    const count = async (sql: string) => Number((await pool.query(sql)).rows[0]?.n);
+    const writer = await pool.connect();
+    try {
+      await store.addChunks(
+        Array.from({ length: 200 }, (_, i) =>
+          makeChunk(`d${i % 20}`, i, `w${i % 7}x w${i % 13}x w${i % 29}x shared`),
+        ),
+      );
+      const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+      await writer.query('BEGIN');
+      await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd5'`);
+
+      // Act: a build while the writer's transaction is open (bounded at 10 s); the writer then deletes one more
+      // document and commits; then another build
+      const during = await Promise.race([
+        store.buildIndex(),
+        new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 10_000)),
+      ]);
+      await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd6'`);
+      await writer.query('COMMIT');
+      const left = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+      const after = await store.buildIndex();
+
+      // Assert: the first build gave way at once and moved nothing; the writer committed; the second folded the rest
+      expect(during).not.toBe('blocked');
+      expect((during as { postingsFolded?: number }).postingsFolded).toBeUndefined();
+      expect(left).toBeLessThan(total);
+      expect(after.postingsFolded).toBe(left);
+      expect(await count(`SELECT count(*)::int AS n FROM ${n.fresh}`)).toBe(0);
+      expect(
+        await count(`SELECT count(*)::int AS n FROM ${n.table} WHERE document_id IN ('d5', 'd6')`),
+      ).toBe(0);
+      expect((await store.checkIntegrity()).keywordIndexMismatch).toBe(0);
+    } finally {
+      writer.release();
+      await store.close();
+      await dropPgCollection(client, name);
+      await client.close();
+    }
+  });
+});
+
 describe.skipIf(config === undefined)(
   'new collections beside busy ones on a PostgreSQL server',
   () => {

@@ -44,7 +44,7 @@ import {
   putDocument,
 } from './documents.js';
 import { checkIntegrity } from './integrity.js';
-import { keywordIndexFold } from './keyword-index.js';
+import { FOLD_ROW_WAIT_MS, keywordIndexFold } from './keyword-index.js';
 import { collectionTables } from './names.js';
 import { type PgVectorStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type OpenedCollection, openCollection } from './registry.js';
@@ -508,8 +508,9 @@ export class PgVectorStore implements VectorStore {
 
 /**
  * Moves the fresh postings into the folded table (`keywordIndexFold`) when there are at least `min`, in one
- * transaction that waits at most `lockTimeoutMs` for a re-weighting or a rebuild to end (then it folds nothing and
- * the next build tries again). Resolves to the postings moved.
+ * transaction that waits at most `lockTimeoutMs` for a re-weighting or a rebuild to end, and {@link FOLD_ROW_WAIT_MS}
+ * for a writer holding some fresh postings (either way it folds nothing, and the next build tries again). Resolves
+ * to the postings moved.
  * @throws {VectorStoreError} for a SQL failure other than the lock timeout.
  */
 export async function foldFreshPostings(
@@ -518,7 +519,10 @@ export async function foldFreshPostings(
   lockTimeoutMs: number,
 ): Promise<number> {
   const f = keywordIndexFold(ctx.t.kw);
-  return ctx.exclusive(() =>
+  // PGlite has one connection: the fold queues behind the store's other exclusive work. On a server it runs on a
+  // pooled connection while this store's writers go on (the fold is safe beside them: see keywordIndexFold).
+  const serialize = ctx.pglite ? ctx.exclusive : <T>(fn: () => Promise<T>) => fn();
+  return serialize(() =>
     ctx.run('keyword index fold', async () => {
       const due = await ctx.client.query<{ due: boolean }>(f.probe, [min]);
       if (due.rows[0]?.due !== true) return 0;
@@ -527,6 +531,7 @@ export async function foldFreshPostings(
         const moved = await ctx.client.transaction(async (tx) => {
           if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
           await tx.query(f.lock);
+          if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${FOLD_ROW_WAIT_MS}`);
           return (await tx.query<{ moved: number }>(f.fold)).rows[0]?.moved ?? 0;
         });
         ctx.logger(
@@ -536,7 +541,7 @@ export async function foldFreshPostings(
       } catch (error: unknown) {
         if (sqlState(error) !== '55P03') throw error;
         ctx.logger(
-          `collection ${ctx.collectionName}: keyword index fold skipped (the collection was locked for ${lockTimeoutMs} ms)`,
+          `collection ${ctx.collectionName}: keyword index fold skipped (a re-weighting held the collection, or a writer some fresh postings); the next build folds`,
         );
         return 0;
       }

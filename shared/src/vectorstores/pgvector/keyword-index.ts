@@ -13,6 +13,10 @@
  * bound, and keeps the better of the two reads; a chunk outside every term's top postings can then be missed
  * (measured by `npm run bench -- --scale`, which reports the top-10 overlap with the exact scan). When the first
  * read cannot plausibly prove anything ({@link firstReadMayProve}) the store goes straight to the deeper one.
+ *
+ * The postings live in two tables of that shape, folded and fresh: a large collection's writers add to the fresh
+ * one, whose b-tree stays in memory, and an index build folds it into the other ({@link keywordIndexFold}); searches
+ * read both.
  */
 import { auxiliaryName, quoteIdent } from '../naming.js';
 

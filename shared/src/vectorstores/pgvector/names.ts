@@ -21,6 +21,8 @@ export interface CollectionTables {
   writesTable: string;
   /** The (document_id, sequence_number) index. */
   sequenceIndex: string;
+  /** B-tree on the chunk table's `version`: a write's rows found without a scan (commit, sweep, lease check). */
+  versionIndex: string;
   /** The full-table HNSW index of collections built before index segments (see `ann-index.ts`). */
   hnswIndex: string;
   /** Unquoted prefix of the HNSW segment indexes' names (`<prefix><lo>_<hi>`, bounds in base 36). */
@@ -53,6 +55,7 @@ export function collectionTables(key: string): CollectionTables {
     docTable: aux('d'),
     writesTable,
     sequenceIndex: aux('s'),
+    versionIndex: aux('v'),
     hnswIndex: aux('h'),
     hnswSegmentPrefix: hnswSegmentPrefix(key),
     kw: keywordIndexNames(key),

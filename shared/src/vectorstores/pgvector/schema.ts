@@ -85,6 +85,9 @@ export async function createCollectionTables(
   await tx.query(
     `CREATE INDEX IF NOT EXISTS ${t.sequenceIndex} ON ${t.table} (document_id, sequence_number)`,
   );
+  // A write's rows by version (its commit, a sweep, the lease check) without a scan of the table: at 1M chunks each
+  // of those statements read 36,000–92,000 buffers per ingestion.
+  await tx.query(`CREATE INDEX IF NOT EXISTS ${t.versionIndex} ON ${t.table} (version)`);
   await tx.query(`CREATE TABLE IF NOT EXISTS ${t.dfTable} (term int PRIMARY KEY, df int NOT NULL)`);
   await tx.query(`CREATE TABLE IF NOT EXISTS ${t.dfLog} (term int NOT NULL, delta int NOT NULL)`);
   await tx.query(`CREATE TABLE IF NOT EXISTS ${t.docTable} (
@@ -214,6 +217,7 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
   ];
   const indexes = [
     t.sequenceIndex.slice(1, -1),
+    t.versionIndex.slice(1, -1),
     t.kw.postingsIndex.slice(1, -1),
     t.kw.freshIndex.slice(1, -1),
   ];
@@ -250,6 +254,7 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
  */
 export function writerOnlySchema(entry: string, t: CollectionTables): boolean {
   return (
+    entry === t.versionIndex.slice(1, -1) ||
     entry === `${t.kw.fn}() (the version marked ${DELETE_PLAN_MARK})` ||
     entry === inlineEmbeddingsMark(t)
   );

@@ -145,6 +145,47 @@ describe('pgvector reader on PGlite', () => {
     });
     expect(await reader.search('annual leave', { k: 1 })).toHaveLength(1);
   });
+  it('opens a collection from before the version index for reading as it is; the next writer adds the index', async () => {
+    // Prepare: a collection whose chunk table has no b-tree on version (as before it existed)
+    const writer = await PgVectorStore.create({
+      client,
+      embedder,
+      collectionName: 'ai4rag_reader_nover',
+    });
+    await writer.addChunks(DOCS);
+    const index = auxiliaryName('ai4rag_reader_nover', 'v');
+    await client.query(`DROP INDEX "${index}"`);
+    const exists = async () =>
+      (await client.query<{ oid: string | null }>('SELECT to_regclass($1) AS oid', [index])).rows[0]
+        ?.oid != null;
+    const log: string[] = [];
+
+    // Act
+    const reader = await PgVectorStore.create({
+      client: recording(client, log),
+      embedder,
+      collectionName: 'ai4rag_reader_nover',
+      createIfMissing: false,
+    });
+    const found = await searches(reader);
+    const missingAfterReader = !(await exists());
+    const migrating: string[] = [];
+    await PgVectorStore.create({
+      client: recording(client, migrating),
+      embedder,
+      collectionName: 'ai4rag_reader_nover',
+    });
+
+    // Assess: the reader ran no DDL and searched as before; the writer created the index
+    expect(log.filter((sql) => DDL.test(sql))).toEqual([]);
+    expect(found).toEqual(await searches(writer));
+    expect(missingAfterReader).toBe(true);
+    expect(migrating.some((sql) => sql.includes(`CREATE INDEX IF NOT EXISTS "${index}"`))).toBe(
+      true,
+    );
+    expect(await exists()).toBe(true);
+  });
+
   it('folds the statistics log when a staged write finishes, so readers add up little', async () => {
     // Prepare
     const writer = await PgVectorStore.create({

@@ -132,28 +132,42 @@ describe.skipIf(config === undefined)('concurrent index builds on a PostgreSQL s
 });
 
 describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server', () => {
-  it('a delete racing with a fold of its postings waits for it and leaves no posting behind', async () => {
-    // Prepare: every posting fresh (the store treats the collection as large), 20 documents of 10 chunks
-    if (config === undefined) return;
+  /**
+   * A collection on its own pool whose every posting is fresh (the store treats it as large, folding from one
+   * posting): 20 documents of 10 chunks; `done` drops it and closes the pool.
+   */
+  async function freshCollection(prefix: string) {
+    if (config === undefined) throw new Error('no server');
     const pool = new pg.Pool({ ...clientOptions(config), max: 4 });
     const client = fromPgPool(pool, { ownsPool: true });
-    const name = `ai4rag_fold_race_${Date.now().toString(36)}`;
+    const name = `${prefix}_${Date.now().toString(36)}`;
     const store = await PgVectorStore.create({
       client,
       embedder: createHashEmbedder({ dimension: 8 }),
       collectionName: name,
       keywordIndex: { freshFromRow: 0, foldMin: 1 },
     });
-    const n = keywordIndexNames(name.toLowerCase());
+    await store.addChunks(
+      Array.from({ length: 200 }, (_, i) =>
+        makeChunk(`d${i % 20}`, i, `w${i % 7}x w${i % 13}x w${i % 29}x shared`),
+      ),
+    );
+    const count = async (sql: string) => Number((await pool.query(sql)).rows[0]?.n);
+    const done = async () => {
+      await store.close();
+      await dropPgCollection(client, name);
+      await client.close();
+    };
+    return { pool, store, n: keywordIndexNames(name.toLowerCase()), count, done };
+  }
+
+  it('a delete racing with a fold of its postings waits for it and leaves no posting behind', async () => {
+    // Prepare: a fold moving every posting, its transaction still open
+    if (config === undefined) return;
+    const { pool, store, n, count, done } = await freshCollection('ai4rag_fold_race');
     const fold = keywordIndexFold(n);
     const conn = await pool.connect();
     try {
-      await store.addChunks(
-        Array.from({ length: 200 }, (_, i) =>
-          makeChunk(`d${i % 20}`, i, `w${i % 7}x w${i % 13}x w${i % 29}x shared`),
-        ),
-      );
-      // A fold moving every posting, its transaction still open
       await conn.query('BEGIN');
       await conn.query(fold.lock);
       const moved = (await conn.query<{ moved: number }>(fold.fold)).rows[0]?.moved;
@@ -163,10 +177,10 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
       let waited = false;
       for (let i = 0; i < 100 && !waited; i += 1) {
         await new Promise((r) => setTimeout(r, 20));
-        const res = await pool.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-        );
-        waited = (res.rows[0]?.n ?? 0) > 0;
+        waited =
+          (await count(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+          )) > 0;
       }
       await conn.query('COMMIT');
       const deleted = await deleting;
@@ -175,41 +189,20 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
       expect(moved).toBeGreaterThan(0);
       expect(waited).toBe(true);
       expect(deleted).toBe(10);
-      const report = await store.checkIntegrity();
-      expect(report.keywordIndexMismatch).toBe(0);
-      const fresh = await pool.query(`SELECT count(*)::int AS n FROM ${n.fresh}`);
-      expect(fresh.rows[0]?.n).toBe(0);
+      expect((await store.checkIntegrity()).keywordIndexMismatch).toBe(0);
+      expect(await count(`SELECT count(*)::int AS n FROM ${n.fresh}`)).toBe(0);
     } finally {
       conn.release();
-      await store.close();
-      await dropPgCollection(client, name);
-      await client.close();
+      await done();
     }
   });
-});
 
-describe.skipIf(config === undefined)('keyword-index fold beside an open delete', () => {
   it('a fold gives way at once to a writer holding some fresh postings, and folds once that writer is done', async () => {
-    // Prepare: every posting fresh; a writer's transaction deleting one document's rows, left open
+    // Prepare: a writer's transaction deleting one document's rows, left open
     if (config === undefined) return;
-    const pool = new pg.Pool({ ...clientOptions(config), max: 4 });
-    const client = fromPgPool(pool, { ownsPool: true });
-    const name = `ai4rag_fold_skip_${Date.now().toString(36)}`;
-    const store = await PgVectorStore.create({
-      client,
-      embedder: createHashEmbedder({ dimension: 8 }),
-      collectionName: name,
-      keywordIndex: { freshFromRow: 0, foldMin: 1 },
-    });
-    const n = keywordIndexNames(name.toLowerCase());
-    const count = async (sql: string) => Number((await pool.query(sql)).rows[0]?.n);
+    const { pool, store, n, count, done } = await freshCollection('ai4rag_fold_skip');
     const writer = await pool.connect();
     try {
-      await store.addChunks(
-        Array.from({ length: 200 }, (_, i) =>
-          makeChunk(`d${i % 20}`, i, `w${i % 7}x w${i % 13}x w${i % 29}x shared`),
-        ),
-      );
       const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
       await writer.query('BEGIN');
       await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd5'`);
@@ -237,9 +230,7 @@ describe.skipIf(config === undefined)('keyword-index fold beside an open delete'
       expect((await store.checkIntegrity()).keywordIndexMismatch).toBe(0);
     } finally {
       writer.release();
-      await store.close();
-      await dropPgCollection(client, name);
-      await client.close();
+      await done();
     }
   });
 });

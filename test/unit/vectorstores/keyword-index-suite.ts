@@ -2,19 +2,22 @@ import { describe, expect, it } from 'vitest';
 import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
 import { analyze } from '../../../shared/src/text/analyzer.js';
 import { mulberry32 } from '../../../shared/src/util/random.js';
-import { termFrequencies } from '../../../shared/src/vectorstores/pgvector/bm25.js';
+import { sparseLiteral, termFrequencies } from '../../../shared/src/vectorstores/pgvector/bm25.js';
 import { LOG_VACUUM_BYTES } from '../../../shared/src/vectorstores/pgvector/bm25-refresh.js';
 import {
   allPostings,
   BULK_SETTING,
   DELETE_PLAN_MARK,
   keywordIndexNames,
+  keywordPostingsRead,
+  keywordRescore,
 } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
 import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
 import {
   dropPgCollection,
   PgVectorStore,
 } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
+import { mergeCandidates } from '../../../shared/src/vectorstores/pgvector/postings-merge.js';
 import type { SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 import { recordingClient } from '../../support/recording-client.js';
 import { makeChunk } from './contract.js';
@@ -260,8 +263,13 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       const sent: string[] = [];
       const client = recordingClient(getClient(), (text, params) => {
         if (text.includes('AS bound')) sent.push('first');
-        else if (text.includes('GROUP BY p.rid')) {
-          sent.push(`deeper ${String(params?.[2])}/${String(params?.[3])}`);
+        else if (text.includes('int8send')) sent.push(`deeper ${String(params?.[1])}`);
+        else if (text.includes('AS u(rid, up, i)')) {
+          // The rescoring: every candidate, ordered by partial score, with a bound at least its score
+          const rids = params?.[0] as number[];
+          expect(new Set(rids).size).toBe(rids.length);
+          expect(rids.length).toBeLessThanOrEqual(400);
+          sent.push('rescore');
         }
       });
       const shallow = await PgVectorStore.create({
@@ -299,15 +307,94 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
             expect(h.score).toBeCloseTo(want[i]?.score as number, 5);
           });
           // Two lists over 4 × 10 postings: no first read; else a first read, and a deeper one unless it proved
-          if (long >= 2) expect(sent, q).toEqual(['deeper 160/400']);
-          else expect([['first'], ['first', 'deeper 160/400']], q).toContainEqual(sent);
+          if (long >= 2) expect(sent, q).toEqual(['deeper 160', 'rescore']);
+          else expect([['first'], ['first', 'deeper 160', 'rescore']], q).toContainEqual(sent);
           seen.add(sent.join('+'));
         }
         // The sample covers the three paths
-        expect([...seen].sort()).toEqual(['deeper 160/400', 'first', 'first+deeper 160/400']);
+        expect([...seen].sort()).toEqual([
+          'deeper 160+rescore',
+          'first',
+          'first+deeper 160+rescore',
+        ]);
       } finally {
         await shallow.close();
         await exact.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
+    it('the deeper read bounds every candidate and rescores only those that can reach the top k: the same hits as rescoring them all', async () => {
+      // Prepare: 400 chunks; each sample query with random weights, its lists cut at 5 or 20 postings, with and
+      // without a predicate on the rows (as a filter would add)
+      const name = fresh();
+      const store = await open(name);
+      const n = keywordIndexNames(name);
+      const visible = collectionTables(name).visible;
+      const rand = mulberry32(11);
+      let pruned = 0;
+      try {
+        await store.addChunks(corpus(400, 40, 7));
+        for (const q of QUERIES) {
+          const terms = [...termFrequencies(analyze(q)).keys()];
+          const weights = new Map(terms.map((t) => [t, 0.5 + 2.5 * rand()]));
+          for (const depth of [5, 20]) {
+            const read = await getClient().query<{
+              folded: Uint8Array | null;
+              fresh: Uint8Array | null;
+            }>(keywordPostingsRead(n), [terms, depth]);
+            const picked = mergeCandidates(
+              read.rows.map((r, i) => ({
+                qw: weights.get(terms[i] as number) as number,
+                lists: [r.folded, r.fresh],
+              })),
+              depth,
+              400,
+            );
+            const rescore = async (extra: string, first: number, k: number) =>
+              (
+                await getClient().query<{ id: string; score: number }>(
+                  keywordRescore(n, visible, extra, 'ids'),
+                  [picked.rids, picked.uppers, first, sparseLiteral(weights), k],
+                )
+              ).rows;
+            // Act: every candidate's exact score
+            const every = await rescore('', picked.rids.length, picked.rids.length);
+            // Assert: each candidate scores between its partial score and its bound
+            const at = new Map(picked.rids.map((rid, i) => [rid, i]));
+            const ridOf = new Map(
+              (
+                await getClient().query<{ id: string; rid: string }>(
+                  `SELECT id, rid FROM ${n.table} WHERE rid = ANY($1::int8[])`,
+                  [picked.rids],
+                )
+              ).rows.map((r) => [r.id, Number(r.rid)]),
+            );
+            expect(every.length, q).toBe(picked.rids.length);
+            for (const h of every) {
+              const i = at.get(ridOf.get(h.id) as number) as number;
+              expect(h.score, q).toBeGreaterThanOrEqual(
+                (picked.partials[i] as number) * (1 - 1e-5),
+              );
+              expect(h.score, q).toBeLessThanOrEqual((picked.uppers[i] as number) * (1 + 1e-5));
+            }
+            for (const extra of ['', `AND ${n.table}.rid % 3 <> 0`]) {
+              for (const k of [3, 10]) {
+                // Act: the top k rescoring them all, and rescoring k first and the rest only above the bar
+                const all = await rescore(extra, picked.rids.length, k);
+                const some = await rescore(extra, k, k);
+                // Assert
+                expect(some, `${q} depth ${depth} k ${k} ${extra}`).toEqual(all);
+                const bar = all[k - 1]?.score ?? Number.NEGATIVE_INFINITY;
+                pruned += picked.uppers.slice(k).filter((u) => u < bar).length;
+              }
+            }
+          }
+        }
+        // The sample has candidates the bar leaves out
+        expect(pruned).toBeGreaterThan(0);
+      } finally {
+        await store.close();
         await dropPgCollection(getClient(), name);
       }
     });

@@ -17,10 +17,12 @@ import { queryStatistics } from './bm25-refresh.js';
 import {
   deeperDepth,
   firstReadMayProve,
+  keywordPostingsRead,
   keywordQuery,
-  keywordQueryUnbounded,
+  keywordRescore,
 } from './keyword-index.js';
 import type { CollectionTables } from './names.js';
+import { mergeCandidates } from './postings-merge.js';
 import type { StoreContext } from './store-context.js';
 
 /** A chunk as the searches read it. */
@@ -70,6 +72,15 @@ export interface SearchContext {
   /** Postings read per query term (0: exact scan). */
   keywordDepth: number;
 }
+
+/**
+ * Candidates of a deeper keyword read rescored before the others are pruned by their bounds (at least twice the
+ * k asked for): the k-th best exact score among them is the bar the rest must reach (`keywordRescore`).
+ */
+export const RESCORE_FIRST = 20;
+
+/** Relative (and absolute) slack added to a candidate's upper bound for rounding (see `indexedKeywordSearch`). */
+export const BOUND_MARGIN = 1e-5;
 
 /** pgvector's distance operator per metric. */
 export const OPERATOR: Record<DistanceMetric, string> = {
@@ -240,15 +251,31 @@ export async function indexedKeywordSearch<P extends Projection = 'rows'>(
   // Not proven (or not worth trying): read deeper once (no bound: this result is used either way), and keep the
   // better of the two reads per chunk (both score exactly, so the union's top `limit` is at least as good as
   // either's).
-  const { params, extra } = bind(
-    deeperDepth(c.keywordDepth, lengths.filter((n) => n > c.keywordDepth).length),
+  const depth = deeperDepth(c.keywordDepth, lengths.filter((n) => n > c.keywordDepth).length);
+  const read = await c.client.query<{ folded: Uint8Array | null; fresh: Uint8Array | null }>(
+    keywordPostingsRead(c.t.kw),
+    [terms, depth],
+  );
+  const picked = mergeCandidates(
+    read.rows.map((r, i) => ({
+      qw: weights.get(terms[i] as number) as number,
+      lists: [r.folded, r.fresh],
+    })),
+    depth,
     base * 2,
   );
+  // The bounds are sums in float8 of float4 weights; the exact scores are pgvector's (float4 sums): a margin keeps a
+  // candidate whose bound rounds below its own score.
+  const params: unknown[] = [
+    picked.rids,
+    picked.uppers.map((u) => u + Math.abs(u) * BOUND_MARGIN + BOUND_MARGIN),
+    Math.max(2 * limit, RESCORE_FIRST),
+    query,
+    limit,
+  ];
+  const extra = filter === undefined ? '' : `AND ${compileFilterSql(filter, params, 'metadata')}`;
   const deeper = (
-    await c.client.query<ScoredRow>(
-      keywordQueryUnbounded(c.t.kw, c.t.visible, extra, projection),
-      params,
-    )
+    await c.client.query<ScoredRow>(keywordRescore(c.t.kw, c.t.visible, extra, projection), params)
   ).rows.map(shape);
   // Short without the first read: whether more matches exist is unknown, so the caller scans exactly.
   if (found === undefined) return deeper.length >= limit ? deeper : undefined;

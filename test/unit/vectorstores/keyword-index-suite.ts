@@ -10,6 +10,7 @@ import {
   DELETE_PLAN_MARK,
   keywordIndexNames,
   keywordPostingsRead,
+  keywordQueryUnbounded,
   keywordRescore,
 } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
 import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
@@ -324,7 +325,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       }
     });
 
-    it('the deeper read bounds every candidate and rescores only those that can reach the top k: the same hits as rescoring them all', async () => {
+    it('the deeper read bounds every candidate and rescores only those that can reach the top k: the same hits as rescoring them all, and as summing in SQL', async () => {
       // Prepare: 400 chunks; each sample query with random weights, its lists cut at 5 or 20 postings, with and
       // without a predicate on the rows (as a filter would add)
       const name = fresh();
@@ -383,8 +384,23 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
                 // Act: the top k rescoring them all, and rescoring k first and the rest only above the bar
                 const all = await rescore(extra, picked.rids.length, k);
                 const some = await rescore(extra, k, k);
+                // The same read summed by the server (the path of a read too long to send)
+                const sql = (
+                  await getClient().query<{ id: string; score: number }>(
+                    keywordQueryUnbounded(n, visible, extra, 'ids'),
+                    [
+                      terms,
+                      terms.map((t) => weights.get(t)),
+                      depth,
+                      400,
+                      sparseLiteral(weights),
+                      k,
+                    ],
+                  )
+                ).rows;
                 // Assert
                 expect(some, `${q} depth ${depth} k ${k} ${extra}`).toEqual(all);
+                expect(sql, `${q} depth ${depth} k ${k} ${extra}`).toEqual(all);
                 const bar = all[k - 1]?.score ?? Number.NEGATIVE_INFINITY;
                 pruned += picked.uppers.slice(k).filter((u) => u < bar).length;
               }

@@ -4,6 +4,10 @@ import {
   POSTING_BYTES,
   packPostings,
 } from '../../../shared/src/vectorstores/pgvector/postings-merge.js';
+import {
+  CLIENT_MERGE_MAX,
+  clientMergeFits,
+} from '../../../shared/src/vectorstores/pgvector/search.js';
 
 describe('mergeCandidates (the deeper keyword read, summed in the client)', () => {
   it('sums a chunk over terms and bounds what the terms it was not read under can add', () => {
@@ -107,5 +111,30 @@ describe('mergeCandidates (the deeper keyword read, summed in the client)', () =
     expect(got.rids).toEqual(Array.from({ length: 5000 }, (_, i) => i + 1));
     expect(new Set(got.partials)).toEqual(new Set([2]));
     expect(POSTING_BYTES).toBe(12);
+    // A read past the kept table's size gets a table of its own; the next small read is still exact
+    const many = Array.from(
+      { length: 150_000 },
+      (_, i) => [i + 1, 1 + (i % 7)] as [number, number],
+    );
+    const wide = mergeCandidates([{ qw: 1, lists: [packPostings(many)] }], 200_000, 3);
+    expect(wide.rids).toEqual([7, 14, 21]);
+    expect(wide.partials).toEqual([7, 7, 7]);
+    expect(mergeCandidates([{ qw: 3, lists: [packPostings([[5, 1]])] }], 10, 3)).toEqual({
+      rids: [5],
+      partials: [3],
+      uppers: [3],
+    });
+  });
+
+  it('sends the client a read of at most CLIENT_MERGE_MAX postings; a longer one is summed by the server', () => {
+    // A term's read is at most its df, and at most the depth from each of its two tables
+    expect(CLIENT_MERGE_MAX).toBe(131_072);
+    expect(clientMergeFits([50_000, 3_000], 16_000)).toBe(true);
+    expect(clientMergeFits([1_000_000, 1_000_000, 1_000_000, 1_000_000], 16_000)).toBe(true);
+    expect(clientMergeFits([1_000_000, 1_000_000, 1_000_000, 1_000_000, 10_000], 16_000)).toBe(
+      false,
+    );
+    expect(clientMergeFits(Array(100).fill(9_000), 2_000)).toBe(false);
+    expect(clientMergeFits(Array(100).fill(1_300), 2_000)).toBe(true);
   });
 });

@@ -345,6 +345,24 @@ function rescore(
 }
 
 /**
+ * {@link keywordQuery} without the bound: the same candidates and rescoring, with the postings read once into the
+ * aggregate (no materialized CTE scanned a second time). The deeper read of a query whose lists would send the
+ * client more than `CLIENT_MERGE_MAX` postings (search.ts) sums them here instead of in the client. Parameters
+ * `$1`–`$6` (and the filter's from `$7`) as there; rows are the hits best first.
+ */
+export function keywordQueryUnbounded(
+  n: KeywordIndexNames,
+  visible: string,
+  extra: string,
+  projection: 'rows' | 'ids' = 'rows',
+): string {
+  return `WITH q(term, qw) AS (SELECT * FROM unnest($1::int4[], $2::float8[])),
+    cand AS (SELECT p.rid, sum(q.qw * p.w) AS s FROM ${topPostings(n)}
+      GROUP BY p.rid ORDER BY sum(q.qw * p.w) DESC, p.rid LIMIT $4)
+    ${rescore(n, visible, extra, projection)}`;
+}
+
+/**
  * The deeper read's postings, for a result used whether or not it is proven exact: per query term (`$1`, one row
  * each, in order), the `$2` highest-weighted postings of each postings table (`folded`, `fresh`), packed as
  * `int8send(rid) || float4send(w)` (bytea, null for none). The client sums them (`mergeCandidates`, postings-merge.ts) and

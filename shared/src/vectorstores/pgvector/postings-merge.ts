@@ -27,25 +27,36 @@ export interface Candidates {
   uppers: number[];
 }
 
-let keys = new Float64Array(0);
-let sums = new Float64Array(0);
-let seen = new Float64Array(0);
-let stamps = new Int32Array(0);
-let stamp = 0;
+/** The open-addressing table: row ids, partial sums, and the cut floors of the terms each was read under. */
+interface Table {
+  keys: Float64Array;
+  sums: Float64Array;
+  seen: Float64Array;
+  stamps: Int32Array;
+  stamp: number;
+}
 
-function reserve(postings: number): number {
+/** Largest table kept between calls (slots; 28 bytes each, 7 MiB): a larger read gets a table of its own. */
+export const RETAINED_SLOTS = 1 << 18;
+
+let kept: Table | undefined;
+
+/** A table of at least twice `postings` slots, cleared (by a new stamp), reused when it is small enough to keep. */
+function tableFor(postings: number): Table {
   let size = 1024;
   while (size < 2 * postings) size *= 2;
-  if (keys.length < size) {
-    keys = new Float64Array(size);
-    sums = new Float64Array(size);
-    seen = new Float64Array(size);
-    stamps = new Int32Array(size);
-    stamp = 0;
-  }
-  stamp = stamp >= 0x7fffffff ? 1 : stamp + 1;
-  if (stamp === 1) stamps.fill(0);
-  return keys.length;
+  const make = (): Table => ({
+    keys: new Float64Array(size),
+    sums: new Float64Array(size),
+    seen: new Float64Array(size),
+    stamps: new Int32Array(size),
+    stamp: 0,
+  });
+  if (size > RETAINED_SLOTS) return { ...make(), stamp: 1 };
+  if (kept === undefined || kept.keys.length < size) kept = make();
+  kept.stamp = kept.stamp >= 0x7fffffff ? 1 : kept.stamp + 1;
+  if (kept.stamp === 1) kept.stamps.fill(0);
+  return kept;
 }
 
 /** The k-th largest value (1-based) of `a`, reordering it (quickselect). */
@@ -110,7 +121,8 @@ export function mergeCandidates(
     cutFloor.push(floor);
   }
   const allFloors = cutFloor.reduce((a, b) => a + b, 0);
-  const size = reserve(total);
+  const { keys, sums, seen, stamps, stamp } = tableFor(total);
+  const size = keys.length;
   const mask = size - 1;
   const shift = 32 - Math.log2(size);
   const slots = new Int32Array(total);

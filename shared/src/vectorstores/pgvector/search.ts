@@ -19,6 +19,7 @@ import {
   firstReadMayProve,
   keywordPostingsRead,
   keywordQuery,
+  keywordQueryUnbounded,
   keywordRescore,
 } from './keyword-index.js';
 import type { CollectionTables } from './names.js';
@@ -81,6 +82,12 @@ export const RESCORE_FIRST = 20;
 
 /** Relative (and absolute) slack added to a candidate's upper bound for rounding (see `indexedKeywordSearch`). */
 export const BOUND_MARGIN = 1e-5;
+
+/**
+ * Postings a deeper keyword read may send the client (12 bytes each packed, 1.5 MiB); a longer read is summed by the
+ * server ({@link clientMergeFits}). At 1M chunks a read of the `--scale` queries takes about 28,000.
+ */
+export const CLIENT_MERGE_MAX = 1 << 17;
 
 /** pgvector's distance operator per metric. */
 export const OPERATOR: Record<DistanceMetric, string> = {
@@ -252,6 +259,53 @@ export async function indexedKeywordSearch<P extends Projection = 'rows'>(
   // better of the two reads per chunk (both score exactly, so the union's top `limit` is at least as good as
   // either's).
   const depth = deeperDepth(c.keywordDepth, lengths.filter((n) => n > c.keywordDepth).length);
+  let read: { rows: ScoredRow[] };
+  if (clientMergeFits(lengths, depth)) {
+    read = await deeperInClient(c, terms, weights, depth, base * 2, limit, filter, projection);
+  } else {
+    const { params, extra } = bind(depth, base * 2);
+    read = await c.client.query<ScoredRow>(
+      keywordQueryUnbounded(c.t.kw, c.t.visible, extra, projection),
+      params,
+    );
+  }
+  const deeper = read.rows.map(shape);
+  // Short without the first read: whether more matches exist is unknown, so the caller scans exactly.
+  if (found === undefined) return deeper.length >= limit ? deeper : undefined;
+  const byId = new Map<string, Projected<P>>();
+  for (const r of [...deeper, ...found.rows]) if (!byId.has(r.id)) byId.set(r.id, r);
+  return [...byId.values()]
+    .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .slice(0, limit);
+}
+
+/**
+ * Whether a deeper read at `depth` of lists of these `lengths` (the terms' df) sends at most {@link CLIENT_MERGE_MAX}
+ * postings (a term's read is at most its df and at most `depth` from each of its two tables), so the client sums
+ * them; a longer read is summed by the server (`keywordQueryUnbounded`), so the client's memory stays bounded
+ * whatever the query.
+ * @example clientMergeFits([50_000, 3_000], 16_000) // true: 32,000 + 3,000
+ * @example clientMergeFits(Array(100).fill(9_000), 2_000) // false: 100 × 4,000
+ */
+export function clientMergeFits(lengths: readonly number[], depth: number): boolean {
+  return lengths.reduce((sum, n) => sum + Math.min(n, 2 * depth), 0) <= CLIENT_MERGE_MAX;
+}
+
+/**
+ * The deeper read summed in the client: the terms' packed postings (`keywordPostingsRead`), their best `candidates`
+ * by partial score with upper bounds (`mergeCandidates`), and the rescoring that skips those whose bound cannot
+ * reach the top `limit` (`keywordRescore`).
+ */
+async function deeperInClient(
+  c: SearchContext,
+  terms: readonly number[],
+  weights: ReadonlyMap<number, number>,
+  depth: number,
+  candidates: number,
+  limit: number,
+  filter: FilterNode | undefined,
+  projection: Projection,
+): Promise<{ rows: ScoredRow[] }> {
   const read = await c.client.query<{ folded: Uint8Array | null; fresh: Uint8Array | null }>(
     keywordPostingsRead(c.t.kw),
     [terms, depth],
@@ -262,7 +316,7 @@ export async function indexedKeywordSearch<P extends Projection = 'rows'>(
       lists: [r.folded, r.fresh],
     })),
     depth,
-    base * 2,
+    candidates,
   );
   // The bounds are sums in float8 of float4 weights; the exact scores are pgvector's (float4 sums): a margin keeps a
   // candidate whose bound rounds below its own score.
@@ -270,20 +324,11 @@ export async function indexedKeywordSearch<P extends Projection = 'rows'>(
     picked.rids,
     picked.uppers.map((u) => u + Math.abs(u) * BOUND_MARGIN + BOUND_MARGIN),
     Math.max(2 * limit, RESCORE_FIRST),
-    query,
+    sparseLiteral(weights),
     limit,
   ];
   const extra = filter === undefined ? '' : `AND ${compileFilterSql(filter, params, 'metadata')}`;
-  const deeper = (
-    await c.client.query<ScoredRow>(keywordRescore(c.t.kw, c.t.visible, extra, projection), params)
-  ).rows.map(shape);
-  // Short without the first read: whether more matches exist is unknown, so the caller scans exactly.
-  if (found === undefined) return deeper.length >= limit ? deeper : undefined;
-  const byId = new Map<string, Projected<P>>();
-  for (const r of [...deeper, ...found.rows]) if (!byId.has(r.id)) byId.set(r.id, r);
-  return [...byId.values()]
-    .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    .slice(0, limit);
+  return c.client.query<ScoredRow>(keywordRescore(c.t.kw, c.t.visible, extra, projection), params);
 }
 
 /** Keyword search scanning every chunk's BM25 weights (linear in the collection; the exact reference). */

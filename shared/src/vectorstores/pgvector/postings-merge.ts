@@ -4,8 +4,8 @@
  * with an upper bound on its exact score, so the rescoring can skip those that cannot reach the top k.
  *
  * Summing here instead of in SQL: at 1M chunks a deeper read takes about 28,000 postings, 99 % of whose chunks match
- * one term only, and the SQL hash aggregate and sort over them cost more than reading them (README, "One million
- * chunks"). Pure and synchronous; its tables are reused between calls and grow with the largest read.
+ * one term only, and the SQL hash aggregate and sort over them cost more than reading them (README, "Summing the
+ * deeper read in the client"). Pure and synchronous; its tables are reused between calls and grow with the largest read.
  *
  * @see keywordPostingsRead for the packing: per posting, the row id as a big-endian int8 and the weight as a
  * big-endian float4 (`int8send(rid) || float4send(w)`), in any order.

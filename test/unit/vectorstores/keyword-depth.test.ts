@@ -3,7 +3,12 @@ import {
   DEEPER_BUDGET,
   DEEPER_MAX,
   deeperDepth,
+  FOLD_COUNT_PAGES,
+  FOLD_SAMPLE_PAGES,
+  FOLD_SAMPLE_SHARE,
   firstReadMayProve,
+  foldMayBeDue,
+  foldSamplePercent,
   LONG_LIST,
 } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
 
@@ -27,5 +32,19 @@ describe('the keyword index’s reads (keyword-index.ts)', () => {
     expect(firstReadMayProve(1000, [900, 50_000, 3000])).toBe(true);
     expect(firstReadMayProve(1000, [4001, 5000, 30])).toBe(false);
     expect(firstReadMayProve(10, [41, 41])).toBe(false);
+  });
+
+  it('the fold counts a small fresh table, samples 256 pages of a larger one, and counts only when the sample nears the minimum', () => {
+    expect([FOLD_COUNT_PAGES, FOLD_SAMPLE_PAGES, FOLD_SAMPLE_SHARE]).toEqual([1024, 256, 0.8]);
+    expect(foldSamplePercent(0)).toBeUndefined();
+    expect(foldSamplePercent(1024 * 8192)).toBeUndefined();
+    expect(foldSamplePercent(1025 * 8192)).toBeCloseTo(24.9756, 4);
+    expect(foldSamplePercent(10_240 * 8192)).toBe(2.5);
+    // 2.3M postings in 102,473,728 bytes (12,509 pages), as measured at 1M chunks
+    expect(foldSamplePercent(102_473_728)).toBeCloseTo(2.0465, 4);
+    expect(foldMayBeDue(20_720, 1, 2_000_000)).toBe(true);
+    expect(foldMayBeDue(16_000, 1, 2_000_000)).toBe(true);
+    expect(foldMayBeDue(15_999, 1, 2_000_000)).toBe(false);
+    expect(foldMayBeDue(0, 2.5, 1)).toBe(false);
   });
 });

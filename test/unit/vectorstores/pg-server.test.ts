@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  FOLD_COUNT_PAGES,
   keywordIndexFold,
   keywordIndexNames,
 } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
@@ -10,6 +11,7 @@ import {
 } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, type SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 import { clientOptions, probePgServer } from '../../support/pg.js';
+import { recordingClient } from '../../support/recording-client.js';
 import { makeChunk, runVectorStoreContract } from './contract.js';
 import { createHashEmbedder } from './fake-embedder.js';
 import { runKeywordIndexSuite } from './keyword-index-suite.js';
@@ -158,7 +160,7 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
       await dropPgCollection(client, name);
       await client.close();
     };
-    return { pool, store, n: keywordIndexNames(name.toLowerCase()), count, done };
+    return { pool, store, name, n: keywordIndexNames(name.toLowerCase()), count, done };
   }
 
   it('a delete racing with a fold of its postings waits for it and leaves no posting behind', async () => {
@@ -230,6 +232,54 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
       expect((await store.checkIntegrity()).keywordIndexMismatch).toBe(0);
     } finally {
       writer.release();
+      await done();
+    }
+  });
+
+  it('a build samples a large fresh table before counting it: well below the minimum it counts nothing, at it the fold moves every posting', async () => {
+    // Prepare: 300,000 more fresh postings (rows the store never wrote: only their number matters here), so the
+    // table is past FOLD_COUNT_PAGES; stores on the same collection whose statements are recorded
+    if (config === undefined) return;
+    const { pool, name, n, count, done } = await freshCollection('ai4rag_fold_sample');
+    const sent: string[] = [];
+    const client = recordingClient(fromPgPool(pool), (text) => {
+      if (text.includes('TABLESAMPLE')) sent.push('sample');
+      else if (text.includes('AS due')) sent.push('count');
+      else if (text.includes('WITH moved AS')) sent.push('fold');
+    });
+    const open = (foldMin: number) =>
+      PgVectorStore.create({
+        client,
+        embedder: createHashEmbedder({ dimension: 8 }),
+        collectionName: name,
+        keywordIndex: { freshFromRow: 0, foldMin },
+      });
+    try {
+      await pool.query(
+        `INSERT INTO ${n.fresh} (term, w, rid) SELECT g % 1000, 1, 1000000 + g FROM generate_series(1, 300000) g`,
+      );
+      const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+      const bytes = Number(
+        (await pool.query('SELECT pg_relation_size($1::regclass) AS b', [n.fresh])).rows[0]?.b,
+      );
+      expect(bytes).toBeGreaterThan(FOLD_COUNT_PAGES * 8192);
+
+      // Act: a build with a minimum of 2,000,000, then one with a minimum of 300,000
+      const far = await open(2_000_000);
+      const skipped = await far.buildIndex();
+      await far.close();
+      const farSent = sent.splice(0);
+      const near = await open(300_000);
+      const folded = await near.buildIndex();
+      await near.close();
+
+      // Assert: the first sampled and stopped (no count, no fold); the second sampled, counted and folded them all
+      expect(farSent).toEqual(['sample']);
+      expect(skipped.postingsFolded).toBeUndefined();
+      expect(sent).toEqual(['sample', 'count', 'fold']);
+      expect(folded.postingsFolded).toBe(total);
+      expect(await count(`SELECT count(*)::int AS n FROM ${n.fresh}`)).toBe(0);
+    } finally {
       await done();
     }
   });

@@ -44,7 +44,12 @@ import {
   putDocument,
 } from './documents.js';
 import { checkIntegrity } from './integrity.js';
-import { FOLD_ROW_WAIT_MS, keywordIndexFold } from './keyword-index.js';
+import {
+  FOLD_ROW_WAIT_MS,
+  foldMayBeDue,
+  foldSamplePercent,
+  keywordIndexFold,
+} from './keyword-index.js';
 import { collectionTables } from './names.js';
 import { type PgVectorStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type OpenedCollection, openCollection } from './registry.js';
@@ -524,6 +529,13 @@ export async function foldFreshPostings(
   const serialize = ctx.pglite ? ctx.exclusive : <T>(fn: () => Promise<T>) => fn();
   return serialize(() =>
     ctx.run('keyword index fold', async () => {
+      // A large fresh table is sampled first, so a build that folds nothing costs no count of it.
+      const size = await ctx.client.query<{ bytes: number }>(f.size, [ctx.t.kw.fresh]);
+      const percent = foldSamplePercent(Number(size.rows[0]?.bytes ?? 0));
+      if (percent !== undefined) {
+        const sampled = await ctx.client.query<{ n: number }>(f.sample, [percent]);
+        if (!foldMayBeDue(Number(sampled.rows[0]?.n ?? 0), percent, min)) return 0;
+      }
       const due = await ctx.client.query<{ due: boolean }>(f.probe, [min]);
       if (due.rows[0]?.due !== true) return 0;
       const started = performance.now();

@@ -3,7 +3,10 @@ import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
 import { analyze } from '../../../shared/src/text/analyzer.js';
 import { mulberry32 } from '../../../shared/src/util/random.js';
 import { sparseLiteral, termFrequencies } from '../../../shared/src/vectorstores/pgvector/bm25.js';
-import { LOG_VACUUM_BYTES } from '../../../shared/src/vectorstores/pgvector/bm25-refresh.js';
+import {
+  LOG_VACUUM_BYTES,
+  LOG_VACUUM_SERVER,
+} from '../../../shared/src/vectorstores/pgvector/bm25-refresh.js';
 import {
   allPostings,
   BULK_SETTING,
@@ -451,8 +454,11 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
 
         // Act 1: a keyword search folds the log before it reads the statistics
         const after = await store.keywordSearch('w0x w1x', { k: 5 });
-        // Assert 1: the emptied table was vacuumed; the statistics did not move
-        expect(vacuums).toEqual([`VACUUM ${log}`]);
+        // Assert 1: the emptied table was vacuumed (truncated on PGlite; on a server without waiting for a lock);
+        // the statistics did not move
+        const vacuum =
+          getClient().dialect === 'pglite' ? `VACUUM ${log}` : `VACUUM ${LOG_VACUUM_SERVER} ${log}`;
+        expect(vacuums).toEqual([vacuum]);
         await emptied();
         expect(after).toEqual(before);
 
@@ -461,7 +467,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
         const version = await store.beginWrite({ owner: 'test' });
         await store.finishWrite(version, []);
         // Assert 2
-        expect(vacuums).toEqual([`VACUUM ${log}`, `VACUUM ${log}`]);
+        expect(vacuums).toEqual([vacuum, vacuum]);
         await emptied();
       } finally {
         await store.close();

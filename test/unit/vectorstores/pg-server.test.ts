@@ -5,6 +5,7 @@ import {
   keywordIndexFold,
   keywordIndexNames,
 } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
+import { collectionTables } from '../../../shared/src/vectorstores/pgvector/names.js';
 import {
   dropPgCollection,
   PgVectorStore,
@@ -284,6 +285,54 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
     }
   });
 });
+
+describe.skipIf(config === undefined)(
+  'the statistics log beside other writers on a PostgreSQL server',
+  () => {
+    it('a writer vacuuming the emptied log goes on while another writer holds the log', async () => {
+      // Prepare: a log over LOG_VACUUM_BYTES (zero-delta rows, which change no statistics), and another session holding
+      // it in ROW EXCLUSIVE mode, as a writer mid-write does. Truncating the emptied table needs ACCESS EXCLUSIVE,
+      // which PostgreSQL tries for 5 s before giving up: 4 writers into one collection lost half their rate to it.
+      if (config === undefined) return;
+      const pool = new pg.Pool({ ...clientOptions(config), max: 4 });
+      const client = fromPgPool(pool, { ownsPool: true });
+      const name = `ai4rag_logvac_${Date.now().toString(36)}`;
+      const store = await PgVectorStore.create({
+        client,
+        embedder: createHashEmbedder({ dimension: 8 }),
+        collectionName: name,
+      });
+      const log = collectionTables(name).dfLog;
+      const holder = await pool.connect();
+      try {
+        await store.addChunks([makeChunk('d1', 1, 'alpha beta'), makeChunk('d2', 1, 'beta gamma')]);
+        await pool.query(
+          `INSERT INTO ${log} (term, delta) SELECT g, 0 FROM generate_series(1, 40000) g`,
+        );
+        await holder.query('BEGIN');
+        await holder.query(`LOCK TABLE ${log} IN ROW EXCLUSIVE MODE`);
+
+        // Act: a keyword search folds the log and vacuums it (bounded at 4 s)
+        const outcome = await Promise.race([
+          store.keywordSearch('beta', { k: 2 }).then((hits) => hits.length),
+          new Promise<'waited'>((r) => setTimeout(() => r('waited'), 4000)),
+        ]);
+
+        // Assert: it answered while the other writer still held the log, and the log holds no rows
+        expect(outcome).toBe(2);
+        expect(Number((await pool.query(`SELECT count(*)::int AS n FROM ${log}`)).rows[0]?.n)).toBe(
+          0,
+        );
+      } finally {
+        await holder.query('ROLLBACK');
+        holder.release();
+        await store.close();
+        await dropPgCollection(client, name);
+        await client.close();
+      }
+    });
+  },
+);
 
 describe.skipIf(config === undefined)(
   'new collections beside busy ones on a PostgreSQL server',

@@ -332,16 +332,32 @@ function rescore(
   extra: string,
   projection: 'rows' | 'ids',
 ): string {
+  return `SELECT r.id, r.content, r.metadata, r.score FROM cand CROSS JOIN LATERAL (
+        ${probeCandidate(n, 'cand', '$5', visible, extra, projection)}) r
+      ORDER BY r.score DESC, r.id LIMIT $6`;
+}
+
+/**
+ * The chunk row of candidate `source.rid`, visible and filtered, scored exactly against the query weights `query`
+ * (a parameter): one probe of the row-id index, fenced (`OFFSET 0`) for a LATERAL join (see {@link rescore}). With
+ * projection `ids` (a hybrid search's candidates) the text and metadata columns are NULL, so the rows keep their
+ * shape.
+ */
+function probeCandidate(
+  n: KeywordIndexNames,
+  source: string,
+  query: string,
+  visible: string,
+  extra: string,
+  projection: 'rows' | 'ids',
+): string {
   const t = n.table;
-  // Ids only (a hybrid search's candidates): the text and metadata columns are NULL, so the rows keep their shape.
   const body =
     projection === 'rows'
       ? `${t}.content, ${t}.metadata`
       : 'NULL::text AS content, NULL::jsonb AS metadata';
-  return `SELECT r.id, r.content, r.metadata, r.score FROM cand CROSS JOIN LATERAL (
-        SELECT ${t}.id, ${body}, ((${t}.bm25 <#> $5::sparsevec) * -1)::float8 AS score
-        FROM ${t} WHERE ${t}.rid = cand.rid AND ${visible} ${extra} OFFSET 0) r
-      ORDER BY r.score DESC, r.id LIMIT $6`;
+  return `SELECT ${t}.id, ${body}, ((${t}.bm25 <#> ${query}::sparsevec) * -1)::float8 AS score
+        FROM ${t} WHERE ${t}.rid = ${source}.rid AND ${visible} ${extra} OFFSET 0`;
 }
 
 /**
@@ -389,14 +405,7 @@ export function keywordRescore(
   extra: string,
   projection: 'rows' | 'ids' = 'rows',
 ): string {
-  const t = n.table;
-  const body =
-    projection === 'rows'
-      ? `${t}.content, ${t}.metadata`
-      : 'NULL::text AS content, NULL::jsonb AS metadata';
-  // One probe of the row-id index per candidate, fenced as in rescore().
-  const probe = `SELECT ${t}.id, ${body}, ((${t}.bm25 <#> $4::sparsevec) * -1)::float8 AS score
-        FROM ${t} WHERE ${t}.rid = c.rid AND ${visible} ${extra} OFFSET 0`;
+  const probe = probeCandidate(n, 'c', '$4', visible, extra, projection);
   return `WITH c AS MATERIALIZED (SELECT * FROM unnest($1::int8[], $2::float8[]) WITH ORDINALITY AS u(rid, up, i)),
     head AS MATERIALIZED (SELECT r.* FROM c CROSS JOIN LATERAL (${probe}) r WHERE c.i <= $3),
     bar AS MATERIALIZED (SELECT COALESCE(

@@ -23,7 +23,8 @@
  * 10. (`--storage`) where a collection keeps its embeddings: in the rows (now) against pgvector's default (TOAST),
  *    side by side: ingest, exact-scan, keyword and hybrid latency, HNSW build, size (bench/storage.ts).
  * 8. (`--hnsw`) pgvector's HNSW index in plain SQL: quality by ef_search on SciFact, build against insert rates,
- *    probe latency (bench/hnsw.ts).
+ *    probe latency (bench/hnsw.ts). (`--segments`) the store's HNSW segment policy replayed on a growing
+ *    collection beside the one it replaced: build work, segments probed, rows scanned exactly (bench/segments.ts).
  * 7. Lambda bundles: every function of both store variants, built as the stack builds it; its size and the time
  *    a fresh `node` takes to import it (bench/bundles.ts). `npm run bench -- --bundles` runs this section alone.
  *
@@ -516,6 +517,9 @@ if (process.argv.includes('--scale')) {
 } else if (process.argv.includes('--hnsw')) {
   const { runHnsw } = await import('./hnsw.js');
   await runHnsw(process.argv.slice(2));
+} else if (process.argv.includes('--segments')) {
+  const { runSegments } = await import('./segments.js');
+  runSegments();
 } else if (process.argv.includes('--bundles')) {
   await bundleSizes();
 } else if (process.argv.includes('--pglite')) {

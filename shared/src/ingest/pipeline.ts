@@ -55,8 +55,8 @@ export interface IngestOptions {
    */
   buildIndex?: boolean;
   /**
-   * While ingesting, bring the ANN index up to date in the background each time this many more chunks are stored,
-   * or 1/16 of the collection once that is more (0: only at the end). On pgvector each build indexes the rows
+   * While ingesting, bring the ANN index up to date in the background each time this many more chunks are stored
+   * (0: only at the end). On pgvector each build indexes the rows
    * stored since the last one as a new segment, so a search during a long ingest scans at most about that many rows
    * exactly. Ignored with `buildIndex: false`.
    * @default INGEST_INDEX_EVERY
@@ -73,15 +73,12 @@ export interface IngestOptions {
 }
 
 /**
- * Chunks stored between the index builds of a long ingest (see `IngestOptions.indexEvery`), at least: an exact scan
- * of this many rows costs about 16 ms (`npm run bench -- --hnsw`), what a search during the ingest may add. Once the
- * collection holds more than {@link INDEX_INTERVAL_FRACTION} times as many, the interval is that fraction of it, as
- * the pgvector store's own rule for a new segment (`SEGMENT_GROWTH`): a store keeping at most four segments would
- * otherwise rebuild each row of a fresh 1M-chunk load about 7 times over (a simulation of its merge policy).
+ * Chunks stored between the index builds of a long ingest (see `IngestOptions.indexEvery`): the pgvector store's
+ * cap on the rows after its last segment (`SEGMENT_TAIL_MAX`), whose exact scan costs about 16 ms
+ * (`npm run bench -- --hnsw`), what a search during the ingest may add. With the store's merges a fresh 1M-chunk load
+ * puts each row into graphs about 5.5 times (`npm run bench -- --segments`, 0 → 1M every 20k rows).
  */
 export const INGEST_INDEX_EVERY = 20_000;
-/** The interval between a long ingest's index builds grows to 1/16 of the collection. */
-export const INDEX_INTERVAL_FRACTION = 16;
 
 /** Most staged writes {@link ingestDocuments} keeps in flight at once. */
 export const MAX_INGEST_WRITERS = 8;
@@ -217,22 +214,17 @@ export async function ingestDocuments(
 
   // One background build at a time, started once `indexEvery` more chunks are stored; its failure only costs speed
   // (reported like the final build's) and the next one, or the final build, tries again.
-  // The interval grows to 1/16 of the collection: with a fixed one, keeping few segments would rebuild each row
-  // many times over in a long load (see INGEST_INDEX_EVERY).
   let building: Promise<void> | undefined;
   let indexedAt = 0;
-  let interval = indexEvery;
   let indexError: string | undefined;
   const indexSoFar = () => {
     const build = store.buildIndex?.bind(store);
     if (options.buildIndex === false || build === undefined || indexEvery === 0) return;
-    if (building !== undefined || progress.chunksStored - indexedAt < interval) return;
+    if (building !== undefined || progress.chunksStored - indexedAt < indexEvery) return;
     indexedAt = progress.chunksStored;
     building = build()
       .then(
-        (r) => {
-          interval = Math.max(indexEvery, Math.floor(r.rows / INDEX_INTERVAL_FRACTION));
-        },
+        () => undefined,
         (error: unknown) => {
           indexError = (error as Error).message;
         },

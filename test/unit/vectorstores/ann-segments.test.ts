@@ -6,6 +6,8 @@ import {
   DATABASE_BUILD_LOCK,
   MAX_SEGMENTS,
   parseSegmentName,
+  planMerges,
+  SEGMENT_TAIL_MAX,
   segmentName,
   wantsSegment,
 } from '../../../shared/src/vectorstores/pgvector/ann-index.js';
@@ -113,14 +115,77 @@ async function maxRid(client: SqlClient, name: string): Promise<number> {
 }
 
 describe('segment policy (pure)', () => {
-  it('makes a new segment the first time, then from 5,000 rows and 1/16 of the indexed rows, or when forced', () => {
+  it('makes a new segment the first time, then from 5,000 rows and 1/16 of the indexed rows up to 20,000, or when forced', () => {
     expect(wantsSegment(1, 0, 0, false)).toBe(true);
     expect(wantsSegment(0, 0, 0, true)).toBe(false);
     expect(wantsSegment(4_999, 20_000, 1, false)).toBe(false);
     expect(wantsSegment(5_000, 20_000, 1, false)).toBe(true);
-    expect(wantsSegment(62_499, 1_000_000, 1, false)).toBe(false);
-    expect(wantsSegment(62_500, 1_000_000, 1, false)).toBe(true);
+    expect(wantsSegment(6_249, 100_000, 1, false)).toBe(false);
+    expect(wantsSegment(6_250, 100_000, 1, false)).toBe(true);
+    // Past 320,000 indexed rows the cap decides: the exact scan never grows past 20,000 rows
+    expect(wantsSegment(19_999, 1_000_000, 1, false)).toBe(false);
+    expect(wantsSegment(SEGMENT_TAIL_MAX, 1_000_000, 1, false)).toBe(true);
+    expect(wantsSegment(SEGMENT_TAIL_MAX, 50_000_000, 5, false)).toBe(true);
     expect(wantsSegment(1, 1_000_000, 3, true)).toBe(true);
+  });
+
+  it('merges the newest segment into the one before while within 1/1.25 of its size, then the cheapest pair beyond six, within the budget', () => {
+    expect(planMerges([], Number.POSITIVE_INFINITY)).toEqual([]);
+    expect(planMerges([20_000], Number.POSITIVE_INFINITY)).toEqual([]);
+    // A binary counter's carries: 20k + 20k, then 40k + 40k
+    expect(planMerges([100_000, 20_000, 20_000], Number.POSITIVE_INFINITY)).toEqual([1]);
+    expect(planMerges([40_000, 20_000, 20_000], Number.POSITIVE_INFINITY)).toEqual([1, 0]);
+    // Within the ratio: 16,000 × 1.25 reaches 20,000; 15,999 does not
+    expect(planMerges([20_000, 16_000], Number.POSITIVE_INFINITY)).toEqual([0]);
+    expect(planMerges([20_000, 15_999], Number.POSITIVE_INFINITY)).toEqual([]);
+    // The big first segment is not rebuilt for a small newer one
+    expect(planMerges([1_000_000, 640_000, 320_000, 40_000], Number.POSITIVE_INFINITY)).toEqual([]);
+    // Over the budget: nothing (a merge never goes half-way), the carry that fits still does
+    expect(planMerges([100_000, 60_000, 60_000], 100_000)).toEqual([]);
+    expect(planMerges([100_000, 60_000, 60_000], 120_000)).toEqual([1]);
+    // A carry cascades while the merged segment reaches the one before
+    expect(
+      planMerges(
+        [700, 600, 100, 110, 500].map((n) => n * 1000),
+        Number.POSITIVE_INFINITY,
+      ),
+    ).toEqual([3, 2, 1, 0]);
+    // A pair out of order behind the newest one (a carry an earlier budget left) is taken up
+    expect(planMerges([200, 200, 100, 150, 50], Number.POSITIVE_INFINITY)).toEqual([2, 1, 0]);
+    expect(planMerges([200, 200, 100, 150, 50], 300)).toEqual([2]);
+    // Seven segments that carry nothing: the adjacent pair with the fewest rows (positions 5 and 6)
+    expect(planMerges([900, 700, 500, 300, 200, 100, 50], Number.POSITIVE_INFINITY)).toEqual([5]);
+    expect(MAX_SEGMENTS).toBe(6);
+  });
+
+  it('keeps the segments few and the exact scan bounded as a collection grows to 1M chunks by 20,000 a build', () => {
+    // The store's own rules, replayed: each build takes the rows after the last segment, then merges
+    const segments: number[] = [];
+    let tail = 0;
+    let rebuilt = 0;
+    let mostSegments = 0;
+    let largestTail = 0;
+    for (let total = 20_000; total <= 1_000_000; total += 20_000) {
+      tail += 20_000;
+      const indexed = total - tail;
+      if (wantsSegment(tail, indexed, segments.length, false)) {
+        segments.push(tail);
+        rebuilt += tail;
+        tail = 0;
+      }
+      for (const at of planMerges(segments, Number.POSITIVE_INFINITY)) {
+        const merged = (segments[at] as number) + (segments[at + 1] as number);
+        segments.splice(at, 2, merged);
+        rebuilt += merged;
+      }
+      mostSegments = Math.max(mostSegments, segments.length);
+      largestTail = Math.max(largestTail, tail);
+    }
+    // Golden values of this policy (the former one: 4 segments, up to 40,000 rows scanned exactly, 4.08 builds a row)
+    expect(segments).toEqual([640_000, 320_000, 40_000]);
+    expect(mostSegments).toBe(5);
+    expect(largestTail).toBe(0);
+    expect(rebuilt / 1_000_000).toBeCloseTo(5.52, 2);
   });
 
   it('names a segment by its bounds in base 36 and reads back only names it wrote', () => {
@@ -245,11 +310,12 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     const name = `ai4rag_seg_plan_${Date.now().toString(36)}`;
     const t = collectionTables(name.toLowerCase());
     const setup = await open(name);
-    await setup.addChunks(chunks(0, 1500));
+    await setup.addChunks(chunks(0, 2000));
     await setup.buildIndex();
-    await setup.addChunks(chunks(1500, 1500));
+    // 1,500 rows: under 1/1.25 of the first segment, so no carry merges them
+    await setup.addChunks(chunks(2000, 1500));
     await setup.buildIndex({ force: true });
-    await setup.addChunks(chunks(3000, 100));
+    await setup.addChunks(chunks(3500, 100));
     await setup.close();
     const statements: [string, readonly unknown[] | undefined][] = [];
     const store = await PgVectorStore.create({
@@ -271,8 +337,8 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       const lines = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
       expect(hits[0]?.id).toBe(chunks(42, 1)[0]?.id);
       expect(searches).toHaveLength(1);
-      expect(lines).toContain(`Index Scan using ${segmentName(t, 0, 1500).slice(1, -1)}`);
-      expect(lines).toContain(`Index Scan using ${t.hnswSegmentPrefix}15o_`);
+      expect(lines).toContain(`Index Scan using ${segmentName(t, 0, 2000).slice(1, -1)}`);
+      expect(lines).toContain(`Index Scan using ${t.hnswSegmentPrefix}1jk_`);
       // The tail (rows after the last segment) through the row-id b-tree; the chunk table is never read whole
       expect(lines).toContain(`Index Scan on ${t.kw.ridIndex.slice(1, -1)}`);
       expect(lines).not.toMatch(new RegExp(`Seq Scan on ${t.table.slice(1, -1)}(?!_)`));
@@ -281,15 +347,15 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     }
   });
 
-  it(`merges down to ${MAX_SEGMENTS} contiguous segments, the cheapest adjacent pair first, and every row stays findable`, async () => {
+  it('merges the newest segments while similar in size (a carry), keeps the big first one, and every row stays findable', async () => {
     // Prepare
     const name = `ai4rag_seg_merge_${Date.now().toString(36)}`;
     const store = await open(name);
     const all: AI4RAGChunk[] = [];
     const results = [];
     try {
-      // Act: one big first segment, then six small ones
-      for (const size of [800, 100, 100, 100, 100, 100, 100]) {
+      // Act: one big first segment, then four small ones
+      for (const size of [800, 100, 100, 100, 100]) {
         const next = chunks(all.length, size);
         await store.addChunks(next);
         all.push(...next);
@@ -298,19 +364,15 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       // Assess
       const indexes = await hnswIndexes(backend.client(), name);
       const top = await maxRid(backend.client(), name);
-      expect(indexes).toHaveLength(MAX_SEGMENTS);
       expect(indexes.every((i) => i.partial)).toBe(true);
-      // Contiguous from 0 to the last row: no row left out, none indexed twice
-      expect(indexes[0]?.lo).toBe(0);
-      for (let i = 1; i < indexes.length; i++) {
-        expect(indexes[i]?.lo).toBe(indexes[i - 1]?.hi);
-      }
-      expect(indexes[indexes.length - 1]?.hi).toBe(top);
-      // The big first segment was never rebuilt: merges took the small pairs
-      expect(indexes[0]).toMatchObject({ lo: 0, hi: 800 });
-      expect(results.map((r) => r.segments)).toEqual([1, 2, 3, 4, 4, 4, 4]);
-      // The fifth build indexed its 100 rows and merged a pair of 100 (200 more)
-      expect(results[4]?.indexed).toBe(300);
+      // 800 | 100 → 800 | 100 100 → 800 | 200 → 800 | 200 100 → 800 | 200 100 100 → 800 | 200 200 → 800 | 400
+      expect(results.map((r) => r.segments)).toEqual([1, 2, 2, 3, 2]);
+      expect(results.map((r) => r.indexed)).toEqual([800, 100, 300, 100, 700]);
+      // Contiguous from 0 to the last row; the big first segment was never rebuilt
+      expect(indexes.map((i) => [i.lo, i.hi])).toEqual([
+        [0, 800],
+        [800, top],
+      ]);
       await expectFindable(store, all, backend.client());
       // merge: every segment (and any newer rows) rebuilt as one
       const extra = chunks(all.length, 30);
@@ -333,32 +395,65 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     }
   });
 
+  it(`keeps at most ${MAX_SEGMENTS} segments: beyond it the cheapest adjacent pair is merged`, async () => {
+    // Prepare
+    const name = `ai4rag_seg_most_${Date.now().toString(36)}`;
+    const store = await open(name);
+    const all: AI4RAGChunk[] = [];
+    const results = [];
+    try {
+      // Act: each segment under 1/1.25 of the one before (no carry), seven of them
+      for (const size of [640, 320, 160, 80, 40, 20, 10]) {
+        const next = chunks(all.length, size);
+        await store.addChunks(next);
+        all.push(...next);
+        results.push(await store.buildIndex({ force: true }));
+      }
+      // Assess
+      const indexes = await hnswIndexes(backend.client(), name);
+      const top = await maxRid(backend.client(), name);
+      expect(results.map((r) => r.segments)).toEqual([1, 2, 3, 4, 5, 6, MAX_SEGMENTS]);
+      // The seventh build indexed its 10 rows and merged the pair 20 + 10
+      expect(results[6]?.indexed).toBe(40);
+      expect(indexes.map((i) => [i.lo, i.hi])).toEqual([
+        [0, 640],
+        [640, 960],
+        [960, 1120],
+        [1120, 1200],
+        [1200, 1240],
+        [1240, top],
+      ]);
+      await expectFindable(store, all, backend.client());
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a store that has not seen a merge still finds every row (the merged index serves its narrower ranges)', async () => {
     // Prepare: a reader that knows two segments, and a writer that then merges them away
     const name = `ai4rag_seg_stale_${Date.now().toString(36)}`;
     const writer = await open(name);
-    const all = chunks(0, 200);
-    await writer.addChunks(all.slice(0, 100));
+    const all = chunks(0, 400);
+    await writer.addChunks(all.slice(0, 200));
     await writer.buildIndex();
-    await writer.addChunks(all.slice(100));
+    await writer.addChunks(all.slice(200, 300));
     await writer.buildIndex({ force: true });
     const reader = await open(name);
     try {
       expect((await hnswIndexes(backend.client(), name)).map((i) => [i.lo, i.hi])).toEqual([
-        [0, 100],
-        [100, 200],
+        [0, 200],
+        [200, 300],
       ]);
-      // Act: three larger segments → five → the two small ones merge, dropping both indexes the reader knows
-      for (let round = 0; round < 3; round++) {
-        const next = chunks(all.length, 300);
-        await writer.addChunks(next);
-        all.push(...next);
-        await writer.buildIndex({ force: true });
-      }
+      // Act: 100 more rows carry into the 100 before, and the 200 into the first 200, dropping both indexes the
+      // reader knows
+      await writer.addChunks(all.slice(300));
+      const built = await writer.buildIndex({ force: true });
       // Assess
-      const indexes = await hnswIndexes(backend.client(), name);
-      expect(indexes).toHaveLength(MAX_SEGMENTS);
-      expect(indexes[0]).toMatchObject({ lo: 0, hi: 200 });
+      const top = await maxRid(backend.client(), name);
+      expect(built).toMatchObject({ built: true, indexed: 100 + 200 + 400, segments: 1 });
+      expect((await hnswIndexes(backend.client(), name)).map((i) => [i.lo, i.hi])).toEqual([
+        [0, top],
+      ]);
       await expectFindable(reader, all, backend.client());
     } finally {
       await reader.close();
@@ -389,6 +484,7 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
       );
       // Assess
       expect(first).toMatchObject({ built: true, indexed: 200, segments: 1 });
+      // The carry 200 + 200 does not fit the budget either
       expect(second).toMatchObject({ built: true, indexed: 200, segments: 2 });
       // Contiguous, 200 rows each, the oldest rows first
       expect(afterTwo[0]?.lo).toBe(0);
@@ -403,16 +499,27 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
         expect(n.rows[0]?.n).toBe(200);
       }
       expect(third).toMatchObject({ built: true, indexed: 100, segments: 3 });
+      // 150 rows of the 200 new ones; the carry 100 + 150 does not fit
       expect(fourth).toMatchObject({ built: true, indexed: 150, segments: 4 });
-      // The fifth segment (the last 50 rows) fits, the merge it calls for (150 + 50 rows more) does not: five kept
+      // The last 50 rows fit; the carries do not: five kept (200 | 200 | 100 | 150 | 50)
       expect(fifth).toMatchObject({ built: true, indexed: 50, segments: 5 });
       const indexes = await hnswIndexes(backend.client(), name);
       expect(indexes).toHaveLength(5);
       expect(indexes[0]?.name).toBe(afterTwo[0]?.name);
       await expectFindable(store, all, backend.client());
       expect(await bad).toMatch(/maxRows must be an integer in \[1, /);
-      // Without the bound, the merge happens
-      expect(await store.buildIndex()).toMatchObject({ segments: MAX_SEGMENTS });
+      // Without the bound, the carries left behind are taken up: 100 + 150, then 200 + 250, then 200 + 450
+      const top = await maxRid(backend.client(), name);
+      expect(await store.buildIndex()).toMatchObject({
+        built: true,
+        indexed: 250 + 450 + 650,
+        segments: 2,
+      });
+      expect((await hnswIndexes(backend.client(), name)).map((i) => i.hi)).toEqual([
+        indexes[3]?.hi,
+        top,
+      ]);
+      await expectFindable(store, all, backend.client());
     } finally {
       await store.close();
     }

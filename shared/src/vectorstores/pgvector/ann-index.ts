@@ -2,7 +2,8 @@
  * The HNSW indexes of a pgvector collection, as segments: each a partial index over a range of row ids
  * (`lo < rid <= hi`). Rows written after the last segment are in none, so an insert never updates a graph (pgvector
  * maintains one at a twelfth of its build rate per row); they are scanned exactly through the row-id b-tree until
- * a build indexes them as a new segment, and segments beyond {@link MAX_SEGMENTS} are merged. Also: reading the
+ * a build indexes them as a new segment ({@link wantsSegment}), and segments are merged as {@link planMerges} says
+ * (a log-structured policy: about log2 of the collection's size in segments, at most {@link MAX_SEGMENTS}). Also: reading the
  * catalogue, noticing what another process built, and converting the full-table index of older versions. Builds
  * run `CREATE INDEX CONCURRENTLY` on their own session on a server, a plain `CREATE INDEX` on PGlite.
  */
@@ -250,21 +251,33 @@ async function rowCount(ctx: StoreContext): Promise<number> {
  */
 export const SEGMENT_MIN_ROWS = 5_000;
 /**
- * A new segment also needs 1/16 of the rows already indexed. With a fixed minimum, keeping at most
- * {@link MAX_SEGMENTS} would rebuild each row of a collection grown to 1M through small commits about 22 times over
- * (more than inserting into one graph costs, about 12 builds' worth per row); with this growth about 5, and rows
- * after the last segment stay under about 6 % of the collection (a simulation of this policy, not a measurement).
+ * A new segment also needs 1/16 of the rows already indexed, up to {@link SEGMENT_TAIL_MAX}: a small collection then
+ * gets few small segments, and a large one never scans more than {@link SEGMENT_TAIL_MAX} rows exactly between builds.
  */
 export const SEGMENT_GROWTH = 16;
+/**
+ * Rows after the last segment that always make a new one (once over {@link SEGMENT_MIN_ROWS}): an exact scan of this
+ * many costs 16–17 ms, about what three or four segment probes do (`npm run bench -- --hnsw`). Without the cap the
+ * rows after the last segment grew with the collection (1/16 of it: 40,000 rows at 1.29M chunks took the vector p50
+ * to 111–123 ms between builds, README "The curve at the current code").
+ */
+export const SEGMENT_TAIL_MAX = 20_000;
+/**
+ * A segment is merged with the one before it when it holds at least 1/{@link CARRY_RATIO} of that one's rows, newest
+ * pair first, until none does (a binary counter's carries): segments then halve in size from the oldest, a search probes about
+ * log2(N / {@link SEGMENT_TAIL_MAX}) of them, and each row is rebuilt about as many times. The ratio is not 1 because
+ * the catalogue's row counts drift with deletes and vacuum.
+ */
+export const CARRY_RATIO = 1.25;
 /** Most segments a search probes: beyond it the adjacent pair with the fewest rows is merged (rebuilt as one). */
-export const MAX_SEGMENTS = 4;
+export const MAX_SEGMENTS = 6;
 
 /**
  * Whether `tail` rows after the last of `segments` segments (holding `indexed` rows) become a new segment now: the
- * first time whatever their number, then from {@link SEGMENT_MIN_ROWS} and 1/{@link SEGMENT_GROWTH} of `indexed`,
- * or with `force` (any rows).
+ * first time whatever their number, then from {@link SEGMENT_MIN_ROWS} and 1/{@link SEGMENT_GROWTH} of `indexed`
+ * (at most {@link SEGMENT_TAIL_MAX}), or with `force` (any rows).
  * @example wantsSegment(4_999, 20_000, 1, false) // false
- * @example wantsSegment(62_500, 1_000_000, 1, false) // true
+ * @example wantsSegment(20_000, 1_000_000, 1, false) // true
  */
 export function wantsSegment(
   tail: number,
@@ -274,7 +287,45 @@ export function wantsSegment(
 ): boolean {
   if (tail <= 0) return false;
   if (segments === 0 || force) return true;
-  return tail >= Math.max(SEGMENT_MIN_ROWS, indexed / SEGMENT_GROWTH);
+  return tail >= Math.max(SEGMENT_MIN_ROWS, Math.min(indexed / SEGMENT_GROWTH, SEGMENT_TAIL_MAX));
+}
+
+/**
+ * The merges that bring segments of `rows` rows (oldest first) into shape, putting at most `budget` rows into
+ * graphs: first the carries ({@link CARRY_RATIO}, the newest pair out of order first), then, while there are more than
+ * {@link MAX_SEGMENTS}, the adjacent pair with the fewest rows. Each entry is the position of the pair's first
+ * segment in the list as the merges before it left it; a merge over the budget ends the plan.
+ * @example planMerges([100_000, 20_000, 20_000], Infinity) // [1]
+ * @example planMerges([40_000, 20_000, 20_000], Infinity) // [1, 0]
+ * @example planMerges([100_000, 60_000, 60_000], 100_000) // []
+ */
+export function planMerges(rows: readonly number[], budget: number): number[] {
+  const sizes = [...rows];
+  const plan: number[] = [];
+  let used = 0;
+  const merge = (at: number): boolean => {
+    const sum = (sizes[at] as number) + (sizes[at + 1] as number);
+    if (used + sum > budget) return false;
+    used += sum;
+    sizes.splice(at, 2, sum);
+    plan.push(at);
+    return true;
+  };
+  for (;;) {
+    // The newest pair out of order: a carry, or one an earlier budget left (it is taken up again here)
+    let at = sizes.length - 2;
+    while (at >= 0 && (sizes[at + 1] as number) * CARRY_RATIO < (sizes[at] as number)) at--;
+    if (at < 0 || !merge(at)) break;
+  }
+  while (sizes.length > MAX_SEGMENTS) {
+    let at = 0;
+    for (let i = 1; i + 1 < sizes.length; i++) {
+      const pair = (j: number) => (sizes[j] as number) + (sizes[j + 1] as number);
+      if (pair(i) < pair(at)) at = i;
+    }
+    if (!merge(at)) break;
+  }
+  return plan;
 }
 
 /** What one builder's turn did. */
@@ -288,9 +339,8 @@ interface BuildOutcome {
 /**
  * One builder's turn, on `c` (its own session, holding the collection's index lock, or PGlite's connection):
  * drops what a failed build left, converts a legacy full-table index, indexes the rows after the last segment as a
- * new one (always the first time; then once they reach {@link SEGMENT_MIN_ROWS} and 1/{@link SEGMENT_GROWTH} of the
- * indexed rows, or with `force`), and merges
- * down to {@link MAX_SEGMENTS}, putting at most `maxRows` rows into graphs. Each index is built before the ones it
+ * new one (see {@link wantsSegment}), and merges as {@link planMerges} says, putting at most `maxRows` rows into
+ * graphs. Each index is built before the ones it
  * replaces are dropped, so every row stays searchable, and rows the indexes do not cover are scanned exactly.
  */
 async function buildSegments(
@@ -374,16 +424,13 @@ async function buildSegments(
   } else if (segments.length === 0) {
     outcome = { reason: 'no rows to index', indexed: 0 };
   }
-  while (segments.length > MAX_SEGMENTS) {
-    let at = 0;
-    for (let i = 1; i + 1 < segments.length; i++) {
-      const pair = (j: number) =>
-        (segments[j] as AnnSegment).rows + (segments[j + 1] as AnnSegment).rows;
-      if (pair(i) < pair(at)) at = i;
-    }
+  const merges = planMerges(
+    segments.map((seg) => seg.rows),
+    maxRows - outcome.indexed,
+  );
+  for (const at of merges) {
     const a = segments[at] as AnnSegment;
     const b = segments[at + 1] as AnnSegment;
-    if (outcome.indexed + a.rows + b.rows > maxRows) break;
     await create(a.lo, b.hi);
     await drop(a.name);
     await drop(b.name);

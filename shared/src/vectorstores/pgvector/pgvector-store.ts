@@ -312,8 +312,9 @@ export class PgVectorStore implements VectorStore {
 
   /**
    * Builds HNSW indexes once the collection holds `annMinRows` rows (or with `force`): the rows after the last
-   * segment become a new segment (the first time, then from {@link SEGMENT_MIN_ROWS} rows or with `force`), and
-   * segments beyond four are merged (`ann-index.ts`). On a PostgreSQL server it runs `CREATE INDEX CONCURRENTLY`
+   * segment become a new segment (the first time, then from {@link SEGMENT_MIN_ROWS} rows, 1/16 of the indexed rows
+   * up to 20,000, or with `force`), and segments are merged newest first while similar in size, at most
+   * {@link MAX_SEGMENTS} kept (`ann-index.ts`). On a PostgreSQL server it runs `CREATE INDEX CONCURRENTLY`
    * on its own connection with a lock timeout, so searches and writes go on meanwhile (rows outside a valid
    * segment are scanned exactly), one build at a time in the database (a build that waited its lock timeout for
    * another returns `built: false`); an invalid index left by a failed build is dropped and built again. On PGlite

@@ -541,6 +541,8 @@ export async function runScale(argv: readonly string[]): Promise<void> {
         await exact.close();
         await store.drop().catch(() => undefined);
         await store.close();
+        // The stores do not own it; left open, PGlite kept the process from exiting after the run.
+        await client.close();
       }
       if (target.label === 'PostgreSQL') {
         for (const name of options.with)

@@ -8,10 +8,11 @@
  * measured by `npm run bench -- --hnsw` (a probe) and `--scale` / `--probe` (searches at each size).
  *
  * Scenarios: a fresh collection grown to 1M rows, and a collection of 1M rows in one segment grown to 2M; builds
- * after every 20,000 and every 5,000 rows; without a budget (the CLI's `ai4rag ingest` and `ai4rag index`) and with
- * the 100,000 rows a commit's index step may build (`COMMIT_INDEX_ROWS`, the deployed embed-batch function).
+ * after every 20,000 and every 5,000 rows; without a budget (the CLI's `ai4rag ingest` and `ai4rag index`), with
+ * the 100,000 rows a commit's index step may build (`COMMIT_INDEX_ROWS`, the deployed embed-batch function), and
+ * with that plus the deployment's scheduled step (`SCHEDULED_INDEX_ROWS`) after every 100,000 rows stored.
  */
-import { COMMIT_INDEX_ROWS } from '../shared/src/ingest/knowledge-base.js';
+import { COMMIT_INDEX_ROWS, SCHEDULED_INDEX_ROWS } from '../shared/src/ingest/knowledge-base.js';
 import {
   planMerges,
   SEGMENT_GROWTH,
@@ -77,6 +78,7 @@ export function replay(
   end: number,
   step: number,
   budget: number,
+  scheduled?: { every: number; budget: number },
 ): Replay {
   const segments = start > 0 ? [start] : [];
   let tail = 0;
@@ -86,21 +88,27 @@ export function replay(
   let mostSegments = 0;
   let sumTail = 0;
   let mostTail = 0;
-  for (let total = start + step; total <= end; total += step) {
-    tail += step;
+  const build = (total: number, limit: number): void => {
     let used = 0;
     if (policy.wants(tail, total - tail, segments.length)) {
-      const take = Math.min(tail, budget);
+      const take = Math.min(tail, limit);
       segments.push(take);
       tail -= take;
       used = take;
     }
-    for (const at of policy.merges(segments, budget - used)) {
+    for (const at of policy.merges(segments, limit - used)) {
       const merged = (segments[at] as number) + (segments[at + 1] as number);
       segments.splice(at, 2, merged);
       used += merged;
     }
     rebuilt += used;
+  };
+  for (let total = start + step; total <= end; total += step) {
+    tail += step;
+    build(total, budget);
+    if (scheduled !== undefined && (total - start) % scheduled.every === 0) {
+      build(total, scheduled.budget);
+    }
     builds++;
     sumSegments += segments.length;
     mostSegments = Math.max(mostSegments, segments.length);
@@ -126,16 +134,27 @@ export function runSegments(): void {
     { label: '0 → 1M', start: 0, end: 1_000_000 },
     { label: '1M → 2M', start: 1_000_000, end: 2_000_000 },
   ];
-  for (const budget of [Number.POSITIVE_INFINITY, COMMIT_INDEX_ROWS]) {
+  // Without a budget (the CLI); with a commit's; with a commit's and the scheduled step's every 100,000 rows stored
+  // (an hour's uploads, say).
+  const settings = [
+    { budget: Number.POSITIVE_INFINITY, label: 'none' },
+    { budget: COMMIT_INDEX_ROWS, label: `${k(COMMIT_INDEX_ROWS)} rows a build` },
+    {
+      budget: COMMIT_INDEX_ROWS,
+      label: `${k(COMMIT_INDEX_ROWS)} rows a build, and ${k(SCHEDULED_INDEX_ROWS)} every 100k rows (scheduled step)`,
+      scheduled: { every: 100_000, budget: SCHEDULED_INDEX_ROWS },
+    },
+  ];
+  for (const setting of settings) {
     for (const step of [20_000, 5_000]) {
       for (const s of scenarios) {
         const [before, now] = [FORMER, CURRENT].map((p) =>
-          replay(p, s.start, s.end, step, budget),
+          replay(p, s.start, s.end, step, setting.budget, setting.scheduled),
         ) as [Replay, Replay];
         const line = (p: Policy, r: Replay) =>
           `${p.label.padEnd(6)} rows built per row ${f(r.rebuiltPerRow).padStart(5)}  segments probed mean ${f(r.meanSegments, 1).padStart(4)} / most ${String(r.mostSegments).padStart(2)}  rows scanned exactly mean ${k(r.meanTail).padStart(4)} / most ${k(r.mostTail).padStart(4)}  segments at the end ${r.segments.map(k).join(' ')}`;
         console.log(
-          `segments ${s.label.padEnd(8)} build every ${k(step)} rows, budget ${Number.isFinite(budget) ? `${k(budget)} rows a build` : 'none'}`,
+          `segments ${s.label.padEnd(8)} build every ${k(step)} rows, budget ${setting.label}`,
         );
         console.log(`  ${line(FORMER, before)}`);
         console.log(`  ${line(CURRENT, now)}`);

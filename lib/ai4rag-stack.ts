@@ -13,6 +13,8 @@ import {
   type StackProps,
   Validations,
 } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as eventsTargets from 'aws-cdk-lib/aws-events-targets';
 import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -56,6 +58,16 @@ export const FUNCTION_IDS = [
  * `streamHandler` export (a function has one handler, and streaming needs `streamifyResponse`).
  */
 export const STREAM_FUNCTION_ID = 'GenerateStreamFunction';
+
+/**
+ * Construct id of the scheduled index step (pgvector stores only): the HNSW segment merges a commit's index step
+ * leaves behind (functions/index-build), run by {@link INDEX_SCHEDULE_ID}.
+ */
+export const INDEX_FUNCTION_ID = 'IndexBuildFunction';
+/** Construct id of the EventBridge rule that runs {@link INDEX_FUNCTION_ID}, every {@link INDEX_SCHEDULE_HOURS} hours. */
+export const INDEX_SCHEDULE_ID = 'IndexBuildSchedule';
+/** Hours between two runs of the scheduled index step. */
+export const INDEX_SCHEDULE_HOURS = 1;
 
 /** One of {@link FUNCTION_IDS}. */
 export type FunctionId = (typeof FUNCTION_IDS)[number];
@@ -228,6 +240,20 @@ const PLAN: Record<FunctionId, FunctionPlan> = {
   },
 };
 
+/**
+ * The scheduled index step: the knowledge base's writer, 15 minutes for the merges (`SCHEDULED_INDEX_ROWS`), and the
+ * embedding model's settings only because a store opens with its embedder (it embeds nothing).
+ */
+const INDEX_PLAN: FunctionPlan = {
+  folder: 'index-build',
+  description:
+    'ai4rag: scheduled HNSW segment merges and keyword-postings folds of the knowledge base',
+  memorySize: 512,
+  timeout: Duration.minutes(15),
+  store: 'write',
+  model: true,
+};
+
 /** The streaming function: GenerateFunction's bundle and needs, its `streamHandler` export. */
 const STREAM_PLAN: FunctionPlan = {
   ...PLAN.GenerateFunction,
@@ -256,6 +282,8 @@ export class Ai4ragStack extends Stack {
   readonly functions: Record<FunctionId, NodejsFunction>;
   /** The streaming-answer function behind the Function URL. */
   readonly streamFunction: NodejsFunction;
+  /** The scheduled index step (pgvector stores only). */
+  readonly indexFunction: NodejsFunction | undefined;
   readonly documentsBucket: s3.Bucket;
   readonly artifactsBucket: s3.Bucket;
   readonly stateMachine: StateMachine;
@@ -405,6 +433,18 @@ export class Ai4ragStack extends Stack {
     const streamFunction = build(STREAM_FUNCTION_ID, STREAM_PLAN, true);
     this.streamFunction = streamFunction;
     this.functions = functions;
+    // The HNSW segments are pgvector's; Milvus builds its own index.
+    const indexFunction =
+      config.vectorStore === 'pgvector' ? build(INDEX_FUNCTION_ID, INDEX_PLAN, true) : undefined;
+    this.indexFunction = indexFunction;
+    if (indexFunction !== undefined) {
+      new events.Rule(this, INDEX_SCHEDULE_ID, {
+        description: 'ai4rag: run the scheduled index step of the knowledge base',
+        schedule: events.Schedule.rate(Duration.hours(INDEX_SCHEDULE_HOURS)),
+        // No retry: a failed run left nothing half-done that cannot wait for the next one.
+        targets: [new eventsTargets.LambdaFunction(indexFunction, { retryAttempts: 0 })],
+      });
+    }
 
     // ---- Ingestion pipeline --------------------------------------------------------------------
     const pipelineQueue = (name: string, consumer: NodejsFunction, timeout: Duration) => {
@@ -521,7 +561,11 @@ export class Ai4ragStack extends Stack {
 
     // ---- Operations ----------------------------------------------------------------------------
     const monitoring = new Monitoring(this, 'Monitoring', {
-      functions: { ...functions, [STREAM_FUNCTION_ID]: streamFunction },
+      functions: {
+        ...functions,
+        [STREAM_FUNCTION_ID]: streamFunction,
+        ...(indexFunction !== undefined && { [INDEX_FUNCTION_ID]: indexFunction }),
+      },
       deadLetterQueues: { IngestDlq: ingest.dlq, ChunkDlq: chunk.dlq, EmbedDlq: embed.dlq },
       queues: { IngestQueue: ingest.queue, ChunkQueue: chunk.queue, EmbedQueue: embed.queue },
       stateMachine: this.stateMachine,

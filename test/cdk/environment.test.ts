@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   FUNCTION_IDS,
+  INDEX_FUNCTION_ID,
   KNOWLEDGE_BASE_FUNCTIONS,
   STREAM_FUNCTION_ID,
 } from '../../lib/ai4rag-stack.js';
@@ -36,10 +37,14 @@ function patternFile(): string {
 
 type Env = Record<string, unknown>;
 
-function environments(context: Record<string, unknown>): Record<string, Env> {
+function environments(context: Record<string, unknown>, withIndex: boolean): Record<string, Env> {
   const { resources } = synthesize(context);
   const out: Record<string, Env> = {};
-  for (const id of [...FUNCTION_IDS, STREAM_FUNCTION_ID]) {
+  for (const id of [
+    ...FUNCTION_IDS,
+    STREAM_FUNCTION_ID,
+    ...(withIndex ? [INDEX_FUNCTION_ID] : []),
+  ]) {
     const { properties } = byConstructId(resources, id);
     out[id] = ((properties.Environment as { Variables?: Env } | undefined)?.Variables ?? {}) as Env;
   }
@@ -74,7 +79,9 @@ const CONFIGURATIONS = [
 ] as const;
 
 describe.each(CONFIGURATIONS)('function environments: $name', (c) => {
-  const env = environments(c.context());
+  const env = environments(c.context(), c.store === 'pgvector');
+  // The scheduled index step (pgvector only) opens the knowledge base like its writers.
+  const kb = [...KNOWLEDGE_BASE_FUNCTIONS, ...(c.store === 'pgvector' ? [INDEX_FUNCTION_ID] : [])];
 
   it('gives every knowledge-base function the same collection, store, embedding model and pattern', () => {
     const agreed = (e: Env) => ({
@@ -89,11 +96,11 @@ describe.each(CONFIGURATIONS)('function environments: $name', (c) => {
       embeddingModel: c.embeddingModel,
       pattern: c.pattern ? JSON.stringify({ name: 'P', settings: PATTERN_SETTINGS }) : undefined,
     };
-    for (const id of KNOWLEDGE_BASE_FUNCTIONS) expect(agreed(env[id] ?? {}), id).toEqual(expected);
+    for (const id of kb) expect(agreed(env[id] ?? {}), id).toEqual(expected);
   });
 
   it('lets every knowledge-base function reach the store and the model endpoint', () => {
-    for (const id of KNOWLEDGE_BASE_FUNCTIONS) {
+    for (const id of kb) {
       const e = env[id] ?? {};
       if (c.store === 'pgvector') {
         expect(

@@ -69,6 +69,55 @@ describe.each([
     }
   });
 
+  it('runs the scheduled index step hourly on pgvector, as the writer in the VPC, without retries (none on Zilliz)', () => {
+    const rules = Object.entries(ofType(s.resources, 'AWS::Events::Rule'));
+    const index = Object.entries(ofType(s.resources, 'AWS::Lambda::Function')).filter(([id]) =>
+      /^IndexBuildFunction[0-9A-F]{8}$/.test(id),
+    );
+    if (variant !== 'pgvector') {
+      expect(index).toEqual([]);
+      expect(rules).toEqual([]);
+      return;
+    }
+    const [fnId, fn] = index[0] ?? [];
+    expect(index).toHaveLength(1);
+    expect(fn?.Properties).toMatchObject({
+      Runtime: 'nodejs22.x',
+      Handler: 'index.handler',
+      Timeout: 900,
+      VpcConfig: expect.any(Object),
+    });
+    const env = envOf(s, 'IndexBuildFunction');
+    expect(env).toMatchObject({
+      AI4RAG_COLLECTION: 'ai4rag_default',
+      AI4RAG_STORE: 'pgvector',
+      PGVECTOR_SECRET_ARN: envOf(s, 'EmbedBatchFunction').PGVECTOR_SECRET_ARN,
+    });
+    expect(rules).toHaveLength(1);
+    const [ruleId, rule] = rules[0] ?? [];
+    expect(rule?.Properties).toMatchObject({
+      ScheduleExpression: 'rate(1 hour)',
+      State: 'ENABLED',
+      Targets: [
+        {
+          Arn: { 'Fn::GetAtt': [fnId, 'Arn'] },
+          RetryPolicy: { MaximumRetryAttempts: 0 },
+        },
+      ],
+    });
+    const permissions = Object.values(ofType(s.resources, 'AWS::Lambda::Permission')).filter(
+      (p) => p.Properties?.Principal === 'events.amazonaws.com',
+    );
+    expect(permissions.map((p) => p.Properties)).toEqual([
+      {
+        Action: 'lambda:InvokeFunction',
+        FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] },
+        Principal: 'events.amazonaws.com',
+        SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] },
+      },
+    ]);
+  });
+
   it('gives every pipeline queue a DLQ after 3 receives and 6 × its consumer timeout', () => {
     // Prepare
     const queues = ofType(s.resources, 'AWS::SQS::Queue');
@@ -380,8 +429,8 @@ describe.each([
     const metrics = alarms.map((a) => a.Properties?.MetricName);
 
     // Assess
-    // 12 application functions + the streaming one; the queue, API, custom-metric and database alarms (and
-    // their thresholds) are covered by monitoring.test.ts.
+    // 12 application functions + the streaming one (+ the scheduled index step on pgvector); the queue, API,
+    // custom-metric and database alarms (and their thresholds) are covered by monitoring.test.ts.
     const zeroThreshold = [
       'ApproximateNumberOfMessagesVisible',
       'Errors',
@@ -389,10 +438,11 @@ describe.each([
       'ExecutionsFailed',
     ];
     expect(metrics.filter((m) => m === 'ApproximateNumberOfMessagesVisible')).toHaveLength(3);
-    expect(metrics.filter((m) => m === 'Errors')).toHaveLength(13);
-    expect(metrics.filter((m) => m === 'Throttles')).toHaveLength(13);
+    const fns = variant === 'pgvector' ? 14 : 13;
+    expect(metrics.filter((m) => m === 'Errors')).toHaveLength(fns);
+    expect(metrics.filter((m) => m === 'Throttles')).toHaveLength(fns);
     expect(metrics.filter((m) => m === 'ExecutionsFailed')).toHaveLength(1);
-    expect(alarms).toHaveLength(3 + 2 * 13 + 1 + 11 + (variant === 'pgvector' ? 4 : 0));
+    expect(alarms).toHaveLength(3 + 2 * fns + 1 + 11 + (variant === 'pgvector' ? 4 : 0));
     for (const alarm of alarms) {
       expect(alarm.Properties).toMatchObject({
         AlarmActions: [{ Ref: expect.stringMatching(/AlarmTopic/) }],

@@ -189,6 +189,26 @@ async function runScenario(c: LocalCloud, s: Scenario): Promise<void> {
   expect(streamed.body).toContain('event: sources');
   expect(streamed.body).toContain('event: done');
 
+  // The scheduled index step, fired as the template's rule fires it: pgvector only (Milvus builds its own index).
+  // Two documents are below the store's threshold, so it builds nothing and says so; what it builds when segments
+  // call for it is tested in knowledge-base-index.test.ts.
+  if (s.name.startsWith('pgvector')) {
+    const fired = await c.runSchedule('IndexBuildSchedule');
+    expect(fired.schedule).toBe('rate(1 hour)');
+    expect(fired.results).toEqual([
+      expect.objectContaining({
+        collection: c.fn('IndexBuildFunction').environment.AI4RAG_COLLECTION,
+        built: false,
+        reason: expect.stringMatching(/^below threshold \(\d+ of 20000 rows\): exact scan$/),
+      }),
+    ]);
+    expect(c.denied).toEqual([]);
+  } else {
+    await expect(c.runSchedule('IndexBuildSchedule')).rejects.toThrow(
+      'expected one rule IndexBuildSchedule, found 0',
+    );
+  }
+
   // Removal: S3 notifies ObjectRemoved; the document and its chunks go.
   await c.deleteObject(docs, 'policies/leave policy.md');
   await c.settle();

@@ -1154,6 +1154,54 @@ export class LocalCloud {
     };
   }
 
+  // ---- EventBridge schedules -----------------------------------------------------------------------------------
+
+  /**
+   * Fires a scheduled rule (its construct id) as EventBridge does: an enabled rule with a schedule expression invokes
+   * each of its targets with a Scheduled Event, once a Lambda permission lets `events.amazonaws.com` invoke that
+   * function from this rule. Returns the expression and each target's result; a target that throws rejects.
+   */
+  async runSchedule(constructId: string): Promise<{ schedule: string; results: unknown[] }> {
+    const pattern = new RegExp(`^${constructId}[0-9A-F]{8}$`);
+    const rules = this.resolver.ofType('AWS::Events::Rule').filter(([id]) => pattern.test(id));
+    const [ruleId, rule] = rules.length === 1 ? (rules[0] as (typeof rules)[number]) : [];
+    if (ruleId === undefined || rule === undefined)
+      throw new Error(`expected one rule ${constructId}, found ${rules.length}`);
+    const p = rule.Properties ?? {};
+    const schedule = typeof p.ScheduleExpression === 'string' ? p.ScheduleExpression : '';
+    if (schedule === '') throw new Error(`rule ${ruleId} has no schedule expression`);
+    if (p.State !== 'ENABLED') throw new Error(`rule ${ruleId} is not enabled (${p.State})`);
+    const results: unknown[] = [];
+    for (const target of (p.Targets ?? []) as Json[]) {
+      const fnId = functionIdOfArn(String(this.resolver.resolve(target.Arn)));
+      const allowed = this.resolver.ofType('AWS::Lambda::Permission').some(([, perm]) => {
+        const q = perm.Properties ?? {};
+        const fn = String(this.resolver.resolve(q.FunctionName));
+        return (
+          (fn === fnId || functionIdOfArn(fn) === fnId) &&
+          q.Principal === 'events.amazonaws.com' &&
+          q.Action === 'lambda:InvokeFunction' &&
+          q.SourceArn?.['Fn::GetAtt']?.[0] === ruleId
+        );
+      });
+      if (!allowed) throw new Error(`rule ${ruleId} has no permission to invoke ${fnId}`);
+      results.push(
+        await this.invoke(fnId, {
+          version: '0',
+          id: randomUUID(),
+          'detail-type': 'Scheduled Event',
+          source: 'aws.events',
+          account: ACCOUNT,
+          time: new Date().toISOString(),
+          region: REGION,
+          resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/${ruleId}`],
+          detail: {},
+        }),
+      );
+    }
+    return { schedule, results };
+  }
+
   // ---- Step Functions ------------------------------------------------------------------------------------------
 
   /** Runs the template's (single) state machine locally with its Tasks invoking the template's functions. */

@@ -770,6 +770,46 @@ export async function ensureIndex(store: VectorStore): Promise<IndexOutcome | un
 }
 
 /**
+ * Most rows the scheduled index step ({@link scheduledIndex}) puts into graphs in one run. A commit's own step
+ * ({@link COMMIT_INDEX_ROWS}) cannot merge segments of more than that in all, so with commits alone a growing
+ * collection's segments multiply (13 at 1M rows, 14 at 2M, growing by 20,000 rows a build: `npm run bench --
+ * --segments`), and every search probes each. This budget lets the step take up the merges the commits left, within
+ * the function's 15 minutes: a merge of 293,000 rows past the default 256 MB of build memory took about 9 minutes on
+ * this project's 2-core machine (README, "Segments as a binary counter"). Larger merges are `ai4rag index`'s, with
+ * `--memory`.
+ */
+export const SCHEDULED_INDEX_ROWS = 300_000;
+
+/**
+ * The scheduled index step of a deployment (the IndexFunction, hourly, pgvector only): brings the collection's ANN
+ * index up to date within {@link SCHEDULED_INDEX_ROWS} rows, the merges that the commits' budget leaves behind
+ * included, and folds its fresh keyword postings when due. Like {@link ensureIndex} it never builds inside a search,
+ * runs concurrently with searches and writes, one builder per database, and a failure fails nothing (the next run
+ * tries again, dropping what an interrupted build left). A collection not created yet, or a store that builds no
+ * index (Milvus), is left alone.
+ * @returns the store's result, why the attempt failed, or undefined when there was nothing to index.
+ */
+export async function scheduledIndex(
+  rt: KnowledgeBaseRuntime,
+  collection: string,
+  embeddingModel?: string,
+): Promise<IndexOutcome | undefined> {
+  let store: VectorStore;
+  try {
+    store = await rt.openStore(collection, await rt.embedder(embeddingModel));
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+  if (store.buildIndex === undefined) return undefined;
+  try {
+    return await store.buildIndex({ maxRows: SCHEDULED_INDEX_ROWS });
+  } catch (error) {
+    return { built: false, error: (error as Error).message };
+  }
+}
+
+/**
  * Embeds one batch ({@link EMBED_CALL_TEXTS} texts per call) and stages it under its document version's write
  * (idempotent by chunk id). In the knowledge-base flow it then marks the batch done and, when no batch of the
  * document is pending, commits the version (compare-and-set: an older upload or a deleted document is refused).

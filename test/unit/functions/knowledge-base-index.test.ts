@@ -7,16 +7,20 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createChunkHandler } from '../../../functions/chunk/handler.js';
 import { createEmbedBatchHandler } from '../../../functions/embed-batch/handler.js';
+import { createIndexBuildHandler } from '../../../functions/index-build/handler.js';
 import { createIngestHandler } from '../../../functions/ingest/handler.js';
 import {
   embedBatch,
   ensureIndex,
   refreshAfterCommit,
+  SCHEDULED_INDEX_ROWS,
 } from '../../../shared/src/ingest/knowledge-base.js';
 import { PgVectorStore } from '../../../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { openPglite, type SqlClient } from '../../../shared/src/vectorstores/sql-client.js';
 import type { VectorStore } from '../../../shared/src/vectorstores/types.js';
+import { makeChunk } from '../vectorstores/contract.js';
 import {
+  COLLECTION,
   context,
   createTestRuntime,
   getTestEvent,
@@ -144,5 +148,74 @@ describe('the ANN index in the knowledge-base flow', () => {
     expect((await store.listDocuments()).map((d) => d.documentId)).toEqual([
       'guides/leave policy.md',
     ]);
+  });
+
+  describe('the scheduled index step (IndexBuildFunction)', () => {
+    const scheduled = {
+      version: '0',
+      id: 'c6f2a2f0-0000-4000-8000-000000000000',
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: '123456789012',
+      time: '2026-12-07T04:00:00Z',
+      region: 'eu-west-1',
+      resources: ['arn:aws:events:eu-west-1:123456789012:rule/ai4rag-IndexBuildSchedule'],
+      detail: {},
+    };
+
+    it("takes up the merges a commit's budget left, within its own", async () => {
+      // Prepare: segments 200 | 200 | 100 | 150 | 50, as commits with a budget leave them (no carry fitted)
+      const store = await rt.openStore(COLLECTION, await rt.embedder(), { createIfMissing: true });
+      const chunks = Array.from({ length: 700 }, (_, i) =>
+        makeChunk(`doc${i % 7}`, i, `leave rule ${i} annual days ${i % 13} manager ${i % 29}`),
+      );
+      await store.addChunks(chunks.slice(0, 500));
+      const build = (maxRows: number) =>
+        (store as PgVectorStore).buildIndex({ maxRows, force: true });
+      await build(200);
+      await build(200);
+      await build(200);
+      await store.addChunks(chunks.slice(500));
+      await build(150);
+      expect(await build(150)).toMatchObject({ segments: 5 });
+      // Act: the rule's event, through the handler
+      const run = await createIndexBuildHandler(rt)(scheduled, context);
+      // Assess: 100 + 150, then 200 + 250, then 200 + 450 put into graphs, two segments left
+      expect(SCHEDULED_INDEX_ROWS).toBeGreaterThanOrEqual(1350);
+      expect(run).toMatchObject({
+        collection: COLLECTION,
+        built: true,
+        indexed: 250 + 450 + 650,
+        segments: 2,
+      });
+      expect((await (store as PgVectorStore).stats()).annSegments).toBe(2);
+      const hit = await store.search(chunks[321]?.text ?? '', { k: 1, searchMode: 'vector' });
+      expect(hit[0]?.id).toBe(chunks[321]?.id);
+    });
+
+    it('does nothing before the collection exists', async () => {
+      const run = await createIndexBuildHandler(rt)(scheduled, context);
+      expect(run).toEqual({
+        collection: COLLECTION,
+        skipped: 'no collection yet, or a store without an ANN index',
+      });
+    });
+
+    it('fails the invocation with the reason when the build fails, so the alarm sees it', async () => {
+      const open = rt.openStore;
+      rt.openStore = async (...args) => {
+        const store = await open(...args);
+        (store as { buildIndex?: unknown }).buildIndex = async () => {
+          throw new Error('canceling statement due to lock timeout');
+        };
+        return store;
+      };
+      await (await open(COLLECTION, await rt.embedder(), { createIfMissing: true })).addChunks([
+        makeChunk('doc', 0, 'one chunk'),
+      ]);
+      await expect(createIndexBuildHandler(rt)(scheduled, context)).rejects.toThrow(
+        `index build of ${COLLECTION} failed: canceling statement due to lock timeout`,
+      );
+    });
   });
 });

@@ -21,6 +21,7 @@ import {
   openPglite,
   type SqlClient,
 } from '../../../shared/src/vectorstores/sql-client.js';
+import type { IndexBuildResult } from '../../../shared/src/vectorstores/types.js';
 import { clientOptions, probePgServer } from '../../support/pg.js';
 import { recordingClient } from '../../support/recording-client.js';
 import { makeChunk } from './contract.js';
@@ -83,6 +84,22 @@ async function expectFindable(
     const hits = await store.search(c.text, { k: 3, searchMode: 'vector' });
     expect(hits[0]?.id, `query ${c.id}`).toBe(c.id);
   }
+}
+
+/** Adds chunks `sizes` at a time to `store` (and to `all`), each batch followed by a forced build; its results. */
+async function growWithBuilds(
+  store: PgVectorStore,
+  all: AI4RAGChunk[],
+  sizes: readonly number[],
+): Promise<IndexBuildResult[]> {
+  const results: IndexBuildResult[] = [];
+  for (const size of sizes) {
+    const next = chunks(all.length, size);
+    await store.addChunks(next);
+    all.push(...next);
+    results.push(await store.buildIndex({ force: true }));
+  }
+  return results;
 }
 
 /** The collection's HNSW indexes: name and the predicate's row-id range. */
@@ -352,15 +369,9 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     const name = `ai4rag_seg_merge_${Date.now().toString(36)}`;
     const store = await open(name);
     const all: AI4RAGChunk[] = [];
-    const results = [];
     try {
       // Act: one big first segment, then four small ones
-      for (const size of [800, 100, 100, 100, 100]) {
-        const next = chunks(all.length, size);
-        await store.addChunks(next);
-        all.push(...next);
-        results.push(await store.buildIndex({ force: true }));
-      }
+      const results = await growWithBuilds(store, all, [800, 100, 100, 100, 100]);
       // Assess
       const indexes = await hnswIndexes(backend.client(), name);
       const top = await maxRid(backend.client(), name);
@@ -400,15 +411,9 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     const name = `ai4rag_seg_most_${Date.now().toString(36)}`;
     const store = await open(name);
     const all: AI4RAGChunk[] = [];
-    const results = [];
     try {
       // Act: each segment under 1/1.25 of the one before (no carry), seven of them
-      for (const size of [640, 320, 160, 80, 40, 20, 10]) {
-        const next = chunks(all.length, size);
-        await store.addChunks(next);
-        all.push(...next);
-        results.push(await store.buildIndex({ force: true }));
-      }
+      const results = await growWithBuilds(store, all, [640, 320, 160, 80, 40, 20, 10]);
       // Assess
       const indexes = await hnswIndexes(backend.client(), name);
       const top = await maxRid(backend.client(), name);

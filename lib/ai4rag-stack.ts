@@ -64,7 +64,7 @@ export const STREAM_FUNCTION_ID = 'GenerateStreamFunction';
  * leaves behind (functions/index-build), run by {@link INDEX_SCHEDULE_ID}.
  */
 export const INDEX_FUNCTION_ID = 'IndexBuildFunction';
-/** Construct id of the EventBridge rule that runs {@link INDEX_FUNCTION_ID}, every {@link INDEX_SCHEDULE_HOURS} hours. */
+/** Construct id of the EventBridge rule that runs {@link INDEX_FUNCTION_ID} every {@link INDEX_SCHEDULE_HOURS} hours. */
 export const INDEX_SCHEDULE_ID = 'IndexBuildSchedule';
 /** Hours between two runs of the scheduled index step. */
 export const INDEX_SCHEDULE_HOURS = 1;

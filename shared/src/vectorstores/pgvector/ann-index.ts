@@ -3,7 +3,7 @@
  * (`lo < rid <= hi`). Rows written after the last segment are in none, so an insert never updates a graph (pgvector
  * maintains one at a twelfth of its build rate per row); they are scanned exactly through the row-id b-tree until
  * a build indexes them as a new segment ({@link wantsSegment}), and segments are merged as {@link planMerges} says
- * (a log-structured policy: about log2 of the collection's size in segments, at most {@link MAX_SEGMENTS}). Also: reading the
+ * (log-structured: about log2 of the collection's size in segments, at most {@link MAX_SEGMENTS}). Also: reading the
  * catalogue, noticing what another process built, and converting the full-table index of older versions. Builds
  * run `CREATE INDEX CONCURRENTLY` on their own session on a server, a plain `CREATE INDEX` on PGlite.
  */
@@ -256,17 +256,17 @@ export const SEGMENT_MIN_ROWS = 5_000;
  */
 export const SEGMENT_GROWTH = 16;
 /**
- * Rows after the last segment that always make a new one (once over {@link SEGMENT_MIN_ROWS}): an exact scan of this
- * many costs 16–17 ms, about what three or four segment probes do (`npm run bench -- --hnsw`). Without the cap the
- * rows after the last segment grew with the collection (1/16 of it: 40,000 rows at 1.29M chunks took the vector p50
- * to 111–123 ms between builds, README "The curve at the current code").
+ * Rows after the last segment that always make a new one (once over {@link SEGMENT_MIN_ROWS}). Their exact scan costs
+ * 16–17 ms in a small collection, about three or four segment probes (`npm run bench -- --hnsw`), and 27–60 ms at
+ * 1.31M chunks of 2.7 KB rows (README, "Segments as a binary counter"). Without the cap the rows after the last
+ * segment grew with the collection (1/16 of it: 40,000 rows at 1.29M chunks took the vector p50 to 111–123 ms).
  */
 export const SEGMENT_TAIL_MAX = 20_000;
 /**
- * A segment is merged with the one before it when it holds at least 1/{@link CARRY_RATIO} of that one's rows, newest
- * pair first, until none does (a binary counter's carries): segments then halve in size from the oldest, a search probes about
- * log2(N / {@link SEGMENT_TAIL_MAX}) of them, and each row is rebuilt about as many times. The ratio is not 1 because
- * the catalogue's row counts drift with deletes and vacuum.
+ * A segment is merged with the one before it when it holds at least 1/{@link CARRY_RATIO} of that one's rows, the
+ * newest such pair first, until none is left (a binary counter's carries): segments then halve in size from the
+ * oldest, a search probes about log2(N / {@link SEGMENT_TAIL_MAX}) of them, and each row is rebuilt about as many
+ * times. The ratio is not 1 because the catalogue's row counts drift with deletes and vacuum.
  */
 export const CARRY_RATIO = 1.25;
 /** Most segments a search probes: beyond it the adjacent pair with the fewest rows is merged (rebuilt as one). */
@@ -340,8 +340,8 @@ interface BuildOutcome {
  * One builder's turn, on `c` (its own session, holding the collection's index lock, or PGlite's connection):
  * drops what a failed build left, converts a legacy full-table index, indexes the rows after the last segment as a
  * new one (see {@link wantsSegment}), and merges as {@link planMerges} says, putting at most `maxRows` rows into
- * graphs. Each index is built before the ones it
- * replaces are dropped, so every row stays searchable, and rows the indexes do not cover are scanned exactly.
+ * graphs. Each index is built before the ones it replaces are dropped, so every row stays searchable, and rows the
+ * indexes do not cover are scanned exactly.
  */
 async function buildSegments(
   ctx: StoreContext,

@@ -14,6 +14,7 @@
  */
 import { COMMIT_INDEX_ROWS, SCHEDULED_INDEX_ROWS } from '../shared/src/ingest/knowledge-base.js';
 import {
+  cheapestPair,
   planMerges,
   SEGMENT_GROWTH,
   SEGMENT_MIN_ROWS,
@@ -43,11 +44,7 @@ const FORMER: Policy = {
     const plan: number[] = [];
     let used = 0;
     while (sizes.length > 4) {
-      let at = 0;
-      for (let i = 1; i + 1 < sizes.length; i++) {
-        const pair = (j: number) => (sizes[j] as number) + (sizes[j + 1] as number);
-        if (pair(i) < pair(at)) at = i;
-      }
+      const at = cheapestPair(sizes);
       const sum = (sizes[at] as number) + (sizes[at + 1] as number);
       if (used + sum > budget) break;
       used += sum;

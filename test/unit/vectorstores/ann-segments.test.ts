@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AI4RAGChunk } from '../../../shared/src/chunking/types.js';
 import {
+  cheapestPair,
   coverOf,
   DATABASE_BUILD_LOCK,
   MAX_SEGMENTS,
@@ -172,6 +173,8 @@ describe('segment policy (pure)', () => {
     expect(planMerges([200, 200, 100, 150, 50], 300)).toEqual([2]);
     // Seven segments that carry nothing: the adjacent pair with the fewest rows (positions 5 and 6)
     expect(planMerges([900, 700, 500, 300, 200, 100, 50], Number.POSITIVE_INFINITY)).toEqual([5]);
+    expect(cheapestPair([900, 100, 110, 500])).toBe(1);
+    expect(cheapestPair([100, 100, 100])).toBe(0);
     expect(MAX_SEGMENTS).toBe(6);
   });
 

@@ -317,15 +317,20 @@ export function planMerges(rows: readonly number[], budget: number): number[] {
     while (at >= 0 && (sizes[at + 1] as number) * CARRY_RATIO < (sizes[at] as number)) at--;
     if (at < 0 || !merge(at)) break;
   }
-  while (sizes.length > MAX_SEGMENTS) {
-    let at = 0;
-    for (let i = 1; i + 1 < sizes.length; i++) {
-      const pair = (j: number) => (sizes[j] as number) + (sizes[j + 1] as number);
-      if (pair(i) < pair(at)) at = i;
-    }
-    if (!merge(at)) break;
-  }
+  while (sizes.length > MAX_SEGMENTS) if (!merge(cheapestPair(sizes))) break;
   return plan;
+}
+
+/**
+ * The position of the adjacent pair of segments (`rows`, oldest first, at least two) with the fewest rows together,
+ * the oldest such pair on a tie.
+ * @example cheapestPair([900, 100, 110, 500]) // 1
+ */
+export function cheapestPair(rows: readonly number[]): number {
+  const pair = (j: number) => (rows[j] as number) + (rows[j + 1] as number);
+  let at = 0;
+  for (let i = 1; i + 1 < rows.length; i++) if (pair(i) < pair(at)) at = i;
+  return at;
 }
 
 /** What one builder's turn did. */

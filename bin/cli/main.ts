@@ -1036,7 +1036,11 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
           }),
         );
       } else {
-        if (r.postingsFolded !== undefined) {
+        if (r.postingsSwapped) {
+          io.out(
+            `${store.collectionName}: keyword index: the fresh postings had outgrown the folded ones and took their place; ${r.postingsFolded ?? 0} formerly folded postings moved`,
+          );
+        } else if (r.postingsFolded !== undefined) {
           io.out(
             `${store.collectionName}: keyword index: ${r.postingsFolded} fresh postings folded`,
           );

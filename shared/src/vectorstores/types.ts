@@ -191,6 +191,11 @@ export interface IndexBuildResult {
   segments?: number;
   /** Keyword-index postings this call moved from the fresh table into the folded one (pgvector; absent when none). */
   postingsFolded?: number;
+  /**
+   * The fresh postings table had outgrown the folded one, and the two traded names before the fold, which then moved
+   * the formerly folded postings (`postingsFolded`) instead (pgvector; absent when not).
+   */
+  postingsSwapped?: true;
 }
 
 /** Result of {@link VectorStore.checkIntegrity}. */

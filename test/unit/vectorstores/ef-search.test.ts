@@ -74,4 +74,26 @@ describe('hnsw.ef_search of a vector search', () => {
       );
     }
   });
+
+  it('takes the keyword index settings with their defaults and refuses a bad one, naming it', () => {
+    const embedder = new FeatureHashEmbedder();
+    expect(resolveOptions({ client: recorder().client, embedder }).keywordIndex).toEqual({
+      freshFromRow: 100_000,
+      foldMin: 2_000_000,
+      swapMinBytes: 64 * 1024 * 1024,
+    });
+    expect(
+      resolveOptions({ client: recorder().client, embedder, keywordIndex: { swapMinBytes: 0 } })
+        .keywordIndex.swapMinBytes,
+    ).toBe(0);
+    for (const bad of [-1, 2.5, Number.NaN]) {
+      expect(() =>
+        resolveOptions({
+          client: recorder().client,
+          embedder,
+          keywordIndex: { swapMinBytes: bad },
+        }),
+      ).toThrow(/keywordIndex\.swapMinBytes/);
+    }
+  });
 });

@@ -10,6 +10,8 @@ import {
   foldMayBeDue,
   foldSamplePercent,
   LONG_LIST,
+  SWAP_MIN_BYTES,
+  swapDue,
 } from '../../../shared/src/vectorstores/pgvector/keyword-index.js';
 
 describe('the keyword index’s reads (keyword-index.ts)', () => {
@@ -46,5 +48,17 @@ describe('the keyword index’s reads (keyword-index.ts)', () => {
     expect(foldMayBeDue(16_000, 1, 2_000_000)).toBe(true);
     expect(foldMayBeDue(15_999, 1, 2_000_000)).toBe(false);
     expect(foldMayBeDue(0, 2.5, 1)).toBe(false);
+  });
+
+  it('a fold swaps the postings tables first when the fresh one holds at least 64 MiB and more than the folded one', () => {
+    expect(SWAP_MIN_BYTES).toBe(64 * 1024 * 1024);
+    // the 1M bulk load's tables (heap bytes): 104M fresh postings (4.4 GB) against 11.6M folded (491 MB)
+    expect(swapDue(4.4e9, 491e6, SWAP_MIN_BYTES)).toBe(true);
+    expect(swapDue(491e6, 4.4e9, SWAP_MIN_BYTES)).toBe(false);
+    expect(swapDue(SWAP_MIN_BYTES, 0, SWAP_MIN_BYTES)).toBe(true);
+    expect(swapDue(SWAP_MIN_BYTES - 1, 0, SWAP_MIN_BYTES)).toBe(false);
+    expect(swapDue(100e6, 100e6, SWAP_MIN_BYTES)).toBe(false);
+    expect(swapDue(8192, 0, 0)).toBe(true);
+    expect(swapDue(0, 0, 0)).toBe(false);
   });
 });

@@ -227,6 +227,97 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       }
     });
 
+    it('a fold whose fresh postings outgrew the folded ones trades the two tables and moves the smaller; every later write, delete and search finds its postings', async () => {
+      // Prepare: 60 rows' postings folded, then 200 more rows' fresh (every posting is written fresh, then folded
+      // from one posting), one row rewritten and a document deleted; depth 5 so the keyword reads cut lists in both
+      // tables
+      const name = fresh();
+      const settings = { freshFromRow: 0, foldMin: 1 };
+      const open2 = (swapMinBytes: number) =>
+        PgVectorStore.create({
+          client: getClient(),
+          embedder,
+          collectionName: name,
+          keywordDepth: 5,
+          keywordIndex: { ...settings, swapMinBytes },
+        });
+      const noSwap = await open2(Number.MAX_SAFE_INTEGER);
+      const exact = await open(name, 0);
+      const n = keywordIndexNames(name);
+      const scalar = async (sql: string, params: unknown[] = []) =>
+        String((await getClient().query<{ v: unknown }>(sql, params)).rows[0]?.v);
+      const count = async (table: string) =>
+        Number(await scalar(`SELECT count(*)::int AS v FROM ${table}`));
+      const oid = (table: string) => scalar('SELECT to_regclass($1)::oid::text AS v', [table]);
+      const indexOn = (index: string) =>
+        scalar(
+          'SELECT indrelid::regclass::oid::text AS v FROM pg_index WHERE indexrelid = to_regclass($1)',
+          [index],
+        );
+      const agrees = async (store: PgVectorStore) => {
+        for (const q of QUERIES) {
+          const want = (await exact.keywordSearch(q, { k: 10 })).map((h) => h.id);
+          expect(
+            (await store.keywordSearch(q, { k: 10 })).map((h) => h.id),
+            q,
+          ).toEqual(want);
+        }
+      };
+      const chunks = corpus(260, 20, 11);
+      let swapper: PgVectorStore | undefined;
+      try {
+        await noSwap.addChunks(chunks.slice(0, 60));
+        const first = await noSwap.buildIndex();
+        const foldedFirst = await count(n.postings);
+        await noSwap.addChunks(chunks.slice(60));
+        // the trigger's statements and the searches' run once before the swap (PostgreSQL caches their plans)
+        await noSwap.addChunks([makeChunk('doc4', 1, 'w1x w2x w2x w40x')]);
+        await noSwap.deleteDocument('doc2');
+        await agrees(noSwap);
+        const folded = await count(n.postings);
+        const freshCount = await count(n.fresh);
+        const [foldedOid, freshOid] = [await oid(n.postings), await oid(n.fresh)];
+        expect(first.postingsFolded).toBe(foldedFirst);
+        expect(first.postingsSwapped).toBeUndefined();
+        expect(freshCount).toBeGreaterThan(folded);
+
+        // Act: a build that may swap (any size), on a store opened after the writes
+        swapper = await open2(0);
+        const swapped = await swapper.buildIndex();
+
+        // Assert: the fresh table is now the folded one (same relation, its index with it), the formerly folded
+        // postings moved into it, the fresh table empty; every posting once; the same hits as the exact scan
+        expect(swapped.postingsSwapped).toBe(true);
+        expect(swapped.postingsFolded).toBe(folded);
+        expect(await oid(n.postings)).toBe(freshOid);
+        expect(await oid(n.fresh)).toBe(foldedOid);
+        expect(await indexOn(n.postingsIndex)).toBe(freshOid);
+        expect(await indexOn(n.freshIndex)).toBe(foldedOid);
+        expect([await count(n.postings), await count(n.fresh)]).toEqual([folded + freshCount, 0]);
+        expect((await swapper.checkIntegrity()).keywordIndexMismatch).toBe(0);
+        await agrees(swapper);
+
+        // Act: writes on both stores' sessions after the swap (new rows, a document rewritten, one deleted)
+        await noSwap.addChunks(
+          corpus(30, 20, 12).map((c, i) => makeChunk('doc5', 100 + i, c.text)),
+        );
+        await swapper.addChunks([makeChunk('doc7', 1, 'w0x w9x w9x w33x')]);
+        await noSwap.deleteDocument('doc3');
+        await swapper.deleteDocument('doc8');
+
+        // Assert: the new postings are fresh, nothing is missing or left over, the hits still exact
+        expect(await count(n.fresh)).toBeGreaterThan(0);
+        expect((await noSwap.checkIntegrity()).keywordIndexMismatch).toBe(0);
+        await agrees(noSwap);
+        await agrees(swapper);
+      } finally {
+        await swapper?.close();
+        await noSwap.close();
+        await exact.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
     it('with term lists cut to 5 postings: k hits, scored exactly, and complete under a selective filter', async () => {
       // Prepare: depth 5 is far below the common words' document frequencies (hundreds)
       const name = fresh();

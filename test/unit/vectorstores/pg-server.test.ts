@@ -237,6 +237,52 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
     }
   });
 
+  it('a swap of the postings tables gives way at once to a writer holding them, and swaps once that writer is done', async () => {
+    // Prepare: every posting fresh, none folded (a swap is due at any size); a writer's delete left open
+    if (config === undefined) return;
+    const { pool, name, n, count, done } = await freshCollection('ai4rag_swap_wait');
+    const swapping = await PgVectorStore.create({
+      client: fromPgPool(pool),
+      embedder: createHashEmbedder({ dimension: 8 }),
+      collectionName: name,
+      keywordIndex: { freshFromRow: 0, foldMin: 1, swapMinBytes: 0 },
+    });
+    const writer = await pool.connect();
+    try {
+      const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+      await writer.query('BEGIN');
+      await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd5'`);
+
+      // Act: a build while the writer's transaction is open (bounded at 10 s), the writer commits, another build
+      const during = await Promise.race([
+        swapping.buildIndex(),
+        new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 10_000)),
+      ]);
+      const heldBack = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+      await writer.query('COMMIT');
+      const left = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+      const after = await swapping.buildIndex();
+
+      // Assert: the first build neither swapped nor folded; the second swapped, leaving nothing fresh and every
+      // posting exact
+      expect(during).not.toBe('blocked');
+      expect((during as { postingsSwapped?: true }).postingsSwapped).toBeUndefined();
+      expect((during as { postingsFolded?: number }).postingsFolded).toBeUndefined();
+      expect(heldBack).toBe(total);
+      expect(after.postingsSwapped).toBe(true);
+      expect(after.postingsFolded).toBeUndefined();
+      expect([
+        await count(`SELECT count(*)::int AS n FROM ${n.postings}`),
+        await count(`SELECT count(*)::int AS n FROM ${n.fresh}`),
+      ]).toEqual([left, 0]);
+      expect((await swapping.checkIntegrity()).keywordIndexMismatch).toBe(0);
+    } finally {
+      writer.release();
+      await swapping.close();
+      await done();
+    }
+  });
+
   it('a build samples a large fresh table before counting it: well below the minimum it counts nothing, at it the fold moves every posting', async () => {
     // Prepare: 300,000 more fresh postings (rows the store never wrote: only their number matters here), so the
     // table is past FOLD_COUNT_PAGES; stores on the same collection whose statements are recorded

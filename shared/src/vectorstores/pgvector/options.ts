@@ -12,6 +12,7 @@ import {
   DEFAULT_KEYWORD_DEPTH,
   FOLD_MIN_POSTINGS,
   FRESH_POSTINGS_FROM_ROW,
+  SWAP_MIN_BYTES,
 } from './keyword-index.js';
 import { OPERATOR } from './search.js';
 import { type Bm25Settings, checkNumber, type KeywordIndexSettings } from './store-context.js';
@@ -51,9 +52,11 @@ export interface PgVectorStoreOptions {
   /**
    * Where writers put new postings, and when an index build folds them (`keyword-index.ts`): once the collection's
    * row ids pass `freshFromRow` a writer adds them to the fresh postings table, and a build moves them into the
-   * folded one when it holds at least `foldMin`. @default { freshFromRow: 100000, foldMin: 2000000 }
+   * folded one when it holds at least `foldMin`. When the fresh table holds at least `swapMinBytes` and more than
+   * the folded one (a bulk load without builds), the build trades the two tables' names first and moves the
+   * smaller one's postings. @default { freshFromRow: 100000, foldMin: 2000000, swapMinBytes: 67108864 }
    */
-  keywordIndex?: { freshFromRow?: number; foldMin?: number };
+  keywordIndex?: { freshFromRow?: number; foldMin?: number; swapMinBytes?: number };
   /**
    * BM25 parameters. `reweightTolerance`: relative drift of the average document length tolerated before all
    * document weights are recomputed (default 0.1; 0 recomputes on any change).
@@ -120,6 +123,13 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
     Number.MAX_SAFE_INTEGER,
     true,
   );
+  checkNumber(
+    'keywordIndex.swapMinBytes',
+    options.keywordIndex?.swapMinBytes ?? SWAP_MIN_BYTES,
+    0,
+    Number.MAX_SAFE_INTEGER,
+    true,
+  );
   checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
   checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
   checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
@@ -133,6 +143,7 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
     keywordIndex: {
       freshFromRow: options.keywordIndex?.freshFromRow ?? FRESH_POSTINGS_FROM_ROW,
       foldMin: options.keywordIndex?.foldMin ?? FOLD_MIN_POSTINGS,
+      swapMinBytes: options.keywordIndex?.swapMinBytes ?? SWAP_MIN_BYTES,
     },
     bm25: {
       k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,

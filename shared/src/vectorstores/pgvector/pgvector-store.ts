@@ -49,6 +49,8 @@ import {
   foldMayBeDue,
   foldSamplePercent,
   keywordIndexFold,
+  keywordIndexSwap,
+  swapDue,
 } from './keyword-index.js';
 import { collectionTables } from './names.js';
 import { type PgVectorStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
@@ -330,7 +332,11 @@ export class PgVectorStore implements VectorStore {
       options.lockTimeoutMs ?? 5000,
     );
     const built = await buildIndex(this.ctx, this.ann, this.annMinRows, options);
-    return folded > 0 ? { ...built, postingsFolded: folded } : built;
+    return {
+      ...built,
+      ...(folded.moved > 0 ? { postingsFolded: folded.moved } : {}),
+      ...(folded.swapped ? { postingsSwapped: true } : {}),
+    };
   }
 
   /**
@@ -515,16 +521,20 @@ export class PgVectorStore implements VectorStore {
 /**
  * Moves the fresh postings into the folded table (`keywordIndexFold`) when there are at least `min`, in one
  * transaction that waits at most `lockTimeoutMs` for a re-weighting or a rebuild to end, and {@link FOLD_ROW_WAIT_MS}
- * for a writer holding some fresh postings (either way it folds nothing, and the next build tries again). Resolves
- * to the postings moved.
+ * for a writer holding some fresh postings (either way it folds nothing, and the next build tries again). When the
+ * fresh table has outgrown the folded one (`swapDue`: a bulk load without builds), the two tables first trade names
+ * (`keywordIndexSwap`, waiting as long for the same locks and for every search and writer on the postings, else it
+ * folds without the swap), and the fold then moves what had been folded. Resolves to the postings moved and whether
+ * the tables were swapped.
  * @throws {VectorStoreError} for a SQL failure other than the lock timeout.
  */
 export async function foldFreshPostings(
   ctx: StoreContext,
   min: number,
   lockTimeoutMs: number,
-): Promise<number> {
+): Promise<{ moved: number; swapped: boolean }> {
   const f = keywordIndexFold(ctx.t.kw);
+  const none = { moved: 0, swapped: false };
   // PGlite has one connection: the fold queues behind the store's other exclusive work. On a server it runs on a
   // pooled connection while this store's writers go on (the fold is safe beside them: see keywordIndexFold).
   const serialize = ctx.pglite ? ctx.exclusive : <T>(fn: () => Promise<T>) => fn();
@@ -535,10 +545,11 @@ export async function foldFreshPostings(
       const percent = foldSamplePercent(Number(size.rows[0]?.bytes ?? 0));
       if (percent !== undefined) {
         const sampled = await ctx.client.query<{ n: number }>(f.sample, [percent]);
-        if (!foldMayBeDue(Number(sampled.rows[0]?.n ?? 0), percent, min)) return 0;
+        if (!foldMayBeDue(Number(sampled.rows[0]?.n ?? 0), percent, min)) return none;
       }
       const due = await ctx.client.query<{ due: boolean }>(f.probe, [min]);
-      if (due.rows[0]?.due !== true) return 0;
+      if (due.rows[0]?.due !== true) return none;
+      const swapped = await swapPostingTables(ctx, lockTimeoutMs);
       const started = performance.now();
       try {
         const moved = await ctx.client.transaction(async (tx) => {
@@ -548,16 +559,55 @@ export async function foldFreshPostings(
           return (await tx.query<{ moved: number }>(f.fold)).rows[0]?.moved ?? 0;
         });
         ctx.logger(
-          `collection ${ctx.collectionName}: keyword index: ${moved} fresh postings folded in ${((performance.now() - started) / 1000).toFixed(2)} s`,
+          `collection ${ctx.collectionName}: keyword index: ${moved} ${swapped ? 'formerly folded' : 'fresh'} postings folded in ${((performance.now() - started) / 1000).toFixed(2)} s`,
         );
-        return moved;
+        return { moved, swapped };
       } catch (error: unknown) {
         if (sqlState(error) !== '55P03') throw error;
         ctx.logger(
           `collection ${ctx.collectionName}: keyword index fold skipped (a re-weighting held the collection, or a writer some fresh postings); the next build folds`,
         );
-        return 0;
+        return { moved: 0, swapped };
       }
     }),
   );
+}
+
+/**
+ * Trades the names of the two postings tables when the fresh one is due to ({@link swapDue}), in one transaction
+ * that gives up at the lock timeouts of the fold; resolves to whether it did. Runs inside the fold's `ctx.run`.
+ */
+async function swapPostingTables(ctx: StoreContext, lockTimeoutMs: number): Promise<boolean> {
+  const sw = keywordIndexSwap(ctx.t.kw);
+  const sizes = await ctx.client.query<{ folded: number; fresh: number }>(sw.sizes, [
+    ctx.t.kw.postings,
+    ctx.t.kw.fresh,
+  ]);
+  const folded = Number(sizes.rows[0]?.folded ?? 0);
+  const fresh = Number(sizes.rows[0]?.fresh ?? 0);
+  if (!swapDue(fresh, folded, ctx.keywordIndex.swapMinBytes)) return false;
+  try {
+    await ctx.client.transaction(async (tx) => {
+      if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
+      await tx.query(sw.lock);
+      if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${FOLD_ROW_WAIT_MS}`);
+      await tx.query(sw.exclusive);
+      for (const sql of sw.rename) await tx.query(sql);
+    });
+  } catch (error: unknown) {
+    if (sqlState(error) !== '55P03') throw error;
+    ctx.logger(
+      `collection ${ctx.collectionName}: keyword index: the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)}), but a search or a writer held them; folding without the swap`,
+    );
+    return false;
+  }
+  ctx.logger(
+    `collection ${ctx.collectionName}: keyword index: the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)}): the tables traded names`,
+  );
+  return true;
+}
+
+/** `bytes` in MiB, for a message. */
+function mib(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MiB`;
 }

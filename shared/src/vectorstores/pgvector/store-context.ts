@@ -23,6 +23,11 @@ export interface KeywordIndexSettings {
   freshFromRow: number;
   /** An index build folds the fresh postings into the folded table once it holds this many. */
   foldMin: number;
+  /**
+   * A fold first trades the two tables' names when the fresh one holds at least this many bytes and more than the
+   * folded one (`keywordIndexSwap`).
+   */
+  swapMinBytes: number;
 }
 
 /** A store's context: fixed once the collection is open. */

@@ -586,6 +586,7 @@ async function swapPostingTables(ctx: StoreContext, lockTimeoutMs: number): Prom
   const folded = Number(sizes.rows[0]?.folded ?? 0);
   const fresh = Number(sizes.rows[0]?.fresh ?? 0);
   if (!swapDue(fresh, folded, ctx.keywordIndex.swapMinBytes)) return false;
+  const started = performance.now();
   try {
     await ctx.client.transaction(async (tx) => {
       if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
@@ -602,7 +603,7 @@ async function swapPostingTables(ctx: StoreContext, lockTimeoutMs: number): Prom
     return false;
   }
   ctx.logger(
-    `collection ${ctx.collectionName}: keyword index: the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)}): the tables traded names`,
+    `collection ${ctx.collectionName}: keyword index: the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)}): the tables traded names in ${((performance.now() - started) / 1000).toFixed(2)} s`,
   );
   return true;
 }

@@ -516,7 +516,8 @@ export function swapDue(freshBytes: number, foldedBytes: number, minBytes: numbe
 }
 
 /**
- * The swap: `sizes` (`$1` the folded table's quoted name, `$2` the fresh one's) their heap bytes; after `lock` (the
+ * The swap: `sizes` (`$1` the folded table's quoted name, `$2` the fresh one's) their heap bytes; `holders` who
+ * else holds a lock on them (autovacuum workers or others) and `deadlock_timeout`; after `lock` (the
  * chunk table, as the fold takes it) and `exclusive` (both postings tables, ACCESS EXCLUSIVE: it waits for every
  * search and writer using them, and holds the next ones until it commits), `rename` trades the tables' names and
  * their indexes' names, so the fresh postings become the folded table and the folded ones fresh, for the fold to
@@ -525,6 +526,7 @@ export function swapDue(freshBytes: number, foldedBytes: number, minBytes: numbe
  */
 export function keywordIndexSwap(n: KeywordIndexNames): {
   sizes: string;
+  holders: string;
   lock: string;
   exclusive: string;
   rename: string[];
@@ -538,6 +540,13 @@ export function keywordIndexSwap(n: KeywordIndexNames): {
   return {
     sizes:
       'SELECT pg_relation_size($1::regclass)::float8 AS folded, pg_relation_size($2::regclass)::float8 AS fresh',
+    // Other sessions' granted locks on either table ($1, $2): held by autovacuum workers, by anyone else; and the
+    // server's deadlock_timeout in ms.
+    holders: `SELECT count(*) FILTER (WHERE a.backend_type = 'autovacuum worker')::int AS vacuum,
+        count(*) FILTER (WHERE a.backend_type IS DISTINCT FROM 'autovacuum worker')::int AS other,
+        (SELECT extract(epoch FROM current_setting('deadlock_timeout')::interval) * 1000)::float8 AS ms
+      FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.granted AND l.pid <> pg_backend_pid() AND l.relation IN ($1::regclass, $2::regclass)`,
     lock: `LOCK TABLE ${n.table} IN ROW EXCLUSIVE MODE`,
     exclusive: `LOCK TABLE ${n.postings}, ${n.fresh} IN ACCESS EXCLUSIVE MODE`,
     rename: [

@@ -576,37 +576,64 @@ export async function foldFreshPostings(
 /**
  * Trades the names of the two postings tables when the fresh one is due to ({@link swapDue}), in one transaction
  * that gives up at the lock timeouts of the fold; resolves to whether it did. Runs inside the fold's `ctx.run`.
+ * When only autovacuum held the tables (it vacuums a bulk load's fresh table as it grows, and was doing so when the
+ * first 1M `ai4rag index` tried), it tries once more waiting past `deadlock_timeout`, after which PostgreSQL cancels
+ * an autovacuum that blocks a lock request; searches wait behind the request meanwhile.
  */
-async function swapPostingTables(ctx: StoreContext, lockTimeoutMs: number): Promise<boolean> {
+export async function swapPostingTables(
+  ctx: StoreContext,
+  lockTimeoutMs: number,
+): Promise<boolean> {
   const sw = keywordIndexSwap(ctx.t.kw);
-  const sizes = await ctx.client.query<{ folded: number; fresh: number }>(sw.sizes, [
-    ctx.t.kw.postings,
-    ctx.t.kw.fresh,
-  ]);
+  const tables = [ctx.t.kw.postings, ctx.t.kw.fresh];
+  const sizes = await ctx.client.query<{ folded: number; fresh: number }>(sw.sizes, tables);
   const folded = Number(sizes.rows[0]?.folded ?? 0);
   const fresh = Number(sizes.rows[0]?.fresh ?? 0);
   if (!swapDue(fresh, folded, ctx.keywordIndex.swapMinBytes)) return false;
+  const what = `the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)})`;
   const started = performance.now();
-  try {
-    await ctx.client.transaction(async (tx) => {
+  const attempt = (waitMs: number) =>
+    ctx.client.transaction(async (tx) => {
       if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
       await tx.query(sw.lock);
-      if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${FOLD_ROW_WAIT_MS}`);
+      if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${Math.round(waitMs)}`);
       await tx.query(sw.exclusive);
       for (const sql of sw.rename) await tx.query(sql);
     });
-  } catch (error: unknown) {
-    if (sqlState(error) !== '55P03') throw error;
+  const gaveUp = (error: unknown) => {
+    if (!['55P03', '40P01'].includes(sqlState(error) ?? '')) throw error;
     ctx.logger(
-      `collection ${ctx.collectionName}: keyword index: the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)}), but a search or a writer held them; folding without the swap`,
+      `collection ${ctx.collectionName}: keyword index: ${what}, but a search or a writer held them; folding without the swap`,
     );
     return false;
+  };
+  try {
+    await attempt(FOLD_ROW_WAIT_MS);
+  } catch (error: unknown) {
+    if (sqlState(error) !== '55P03') return gaveUp(error);
+    const held = await ctx.client.query<{ vacuum: number; other: number; ms: number }>(
+      sw.holders,
+      tables,
+    );
+    const h = held.rows[0];
+    if (h === undefined || h.vacuum === 0 || h.other > 0) return gaveUp(error);
+    ctx.logger(
+      `collection ${ctx.collectionName}: keyword index: ${what}; autovacuum holds them, waiting up to ${Math.round(h.ms + AUTOVACUUM_MARGIN_MS)} ms for PostgreSQL to cancel it`,
+    );
+    try {
+      await attempt(h.ms + AUTOVACUUM_MARGIN_MS);
+    } catch (again: unknown) {
+      return gaveUp(again);
+    }
   }
   ctx.logger(
-    `collection ${ctx.collectionName}: keyword index: the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)}): the tables traded names in ${((performance.now() - started) / 1000).toFixed(2)} s`,
+    `collection ${ctx.collectionName}: keyword index: ${what}: the tables traded names in ${((performance.now() - started) / 1000).toFixed(2)} s`,
   );
   return true;
 }
+
+/** How long past `deadlock_timeout` a swap waits for an autovacuum to be cancelled ({@link swapPostingTables}). */
+const AUTOVACUUM_MARGIN_MS = 1000;
 
 /** `bytes` in MiB, for a message. */
 function mib(bytes: number): string {

@@ -134,6 +134,22 @@ describe.skipIf(config === undefined)('concurrent index builds on a PostgreSQL s
   });
 });
 
+/** `store.buildIndex()`'s result, or `blocked` when it has not returned within 10 s. */
+function buildWithin10s(store: PgVectorStore) {
+  return Promise.race([
+    store.buildIndex(),
+    new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 10_000)),
+  ]);
+}
+
+/** A connection whose open transaction has deleted document d5's rows (holding their postings). */
+async function writerDeletingD5(pool: pg.Pool, n: { table: string }) {
+  const writer = await pool.connect();
+  await writer.query('BEGIN');
+  await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd5'`);
+  return writer;
+}
+
 describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server', () => {
   /**
    * A collection on its own pool whose every posting is fresh (the store treats it as large, folding from one
@@ -204,18 +220,12 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
     // Prepare: a writer's transaction deleting one document's rows, left open
     if (config === undefined) return;
     const { pool, store, n, count, done } = await freshCollection('ai4rag_fold_skip');
-    const writer = await pool.connect();
+    const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+    const writer = await writerDeletingD5(pool, n);
     try {
-      const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
-      await writer.query('BEGIN');
-      await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd5'`);
-
       // Act: a build while the writer's transaction is open (bounded at 10 s); the writer then deletes one more
       // document and commits; then another build
-      const during = await Promise.race([
-        store.buildIndex(),
-        new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 10_000)),
-      ]);
+      const during = await buildWithin10s(store);
       await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd6'`);
       await writer.query('COMMIT');
       const left = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
@@ -247,17 +257,11 @@ describe.skipIf(config === undefined)('keyword-index fold on a PostgreSQL server
       collectionName: name,
       keywordIndex: { freshFromRow: 0, foldMin: 1, swapMinBytes: 0 },
     });
-    const writer = await pool.connect();
+    const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
+    const writer = await writerDeletingD5(pool, n);
     try {
-      const total = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
-      await writer.query('BEGIN');
-      await writer.query(`DELETE FROM ${n.table} WHERE document_id = 'd5'`);
-
       // Act: a build while the writer's transaction is open (bounded at 10 s), the writer commits, another build
-      const during = await Promise.race([
-        swapping.buildIndex(),
-        new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 10_000)),
-      ]);
+      const during = await buildWithin10s(swapping);
       const heldBack = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);
       await writer.query('COMMIT');
       const left = await count(`SELECT count(*)::int AS n FROM ${n.fresh}`);

@@ -3,6 +3,7 @@
  * module of its concern, listed in `shared/src/vectorstores/README.md`) and the names other modules import from here.
  */
 import type { AI4RAGChunk } from '../../chunking/types.js';
+import { formatBytes } from '../../documents/limits.js';
 import type { Embedder } from '../../embeddings/types.js';
 import type { TermStats } from '../../generation/term-stats.js';
 import { validateSearchParams } from '../../retrieval/search-params.js';
@@ -590,7 +591,7 @@ export async function swapPostingTables(
   const folded = Number(sizes.rows[0]?.folded ?? 0);
   const fresh = Number(sizes.rows[0]?.fresh ?? 0);
   if (!swapDue(fresh, folded, ctx.keywordIndex.swapMinBytes)) return false;
-  const what = `the fresh postings (${mib(fresh)}) outgrew the folded ones (${mib(folded)})`;
+  const what = `the fresh postings (${formatBytes(fresh)}) outgrew the folded ones (${formatBytes(folded)})`;
   const started = performance.now();
   const attempt = (waitMs: number) =>
     ctx.client.transaction(async (tx) => {
@@ -603,7 +604,7 @@ export async function swapPostingTables(
   const gaveUp = (error: unknown) => {
     if (!['55P03', '40P01'].includes(sqlState(error) ?? '')) throw error;
     ctx.logger(
-      `collection ${ctx.collectionName}: keyword index: ${what}, but a search or a writer held them; folding without the swap`,
+      `collection ${ctx.collectionName}: keyword index: ${what}, but other sessions held them (searches, writers, a vacuum); folding without the swap`,
     );
     return false;
   };
@@ -634,8 +635,3 @@ export async function swapPostingTables(
 
 /** How long past `deadlock_timeout` a swap waits for an autovacuum to be cancelled ({@link swapPostingTables}). */
 const AUTOVACUUM_MARGIN_MS = 1000;
-
-/** `bytes` in MiB, for a message. */
-function mib(bytes: number): string {
-  return `${(bytes / 1048576).toFixed(1)} MiB`;
-}

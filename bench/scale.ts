@@ -224,13 +224,24 @@ async function keywordOverlap(
   return sum / queries.length;
 }
 
+/** nDCG@10 on SciFact dev of a keyword search and of a hybrid one (RRF) through the postings index and the exact scan. */
+export interface ScifactQuality {
+  exact: number;
+  indexed: number;
+  hybridExact: number;
+  hybridIndexed: number;
+  questions: number;
+  chunks: number;
+}
+
 /**
- * Quality of the postings index against the exact scan on SciFact dev (keyword-only retrieval, 100 chunks per
- * question, documents ranked by their best chunk): nDCG@10 of both, on PGlite. Undefined without the dataset.
+ * Quality of the postings index against the exact scan on SciFact dev (100 chunks per question, documents ranked by
+ * their best chunk): nDCG@10 of keyword-only retrieval and of hybrid retrieval (RRF, its keyword side through
+ * either), on PGlite. Undefined without the dataset.
  */
-async function scifactQuality(
+export async function scifactQuality(
   embedder: Awaited<ReturnType<typeof createEmbedder>>,
-): Promise<{ exact: number; indexed: number; questions: number; chunks: number } | undefined> {
+): Promise<ScifactQuality | undefined> {
   const dir = join(DATA, 'scifact');
   if (!existsSync(join(dir, 'corpus.jsonl'))) return undefined;
   const loaded = await loadDocuments([join(dir, 'corpus.jsonl')]);
@@ -259,11 +270,23 @@ async function scifactQuality(
         questions,
         keys,
       );
+    const hybrid = async (s: PgVectorStore) =>
+      evaluateRetrieval(
+        {
+          retrieve: async (q) =>
+            (await s.search(q, { k: 100, searchMode: 'hybrid', rankerStrategy: 'rrf' })) as never,
+        },
+        questions,
+        keys,
+      );
     const [a, b] = [await score(exact), await score(store)];
+    const [ha, hb] = [await hybrid(exact), await hybrid(store)];
     const chunks = (await store.stats()).chunks;
     return {
       exact: a.metrics['ndcg@10'],
       indexed: b.metrics['ndcg@10'],
+      hybridExact: ha.metrics['ndcg@10'],
+      hybridIndexed: hb.metrics['ndcg@10'],
       questions: a.questions,
       chunks,
     };
@@ -444,7 +467,7 @@ export async function runScale(argv: readonly string[]): Promise<void> {
   console.log(
     quality === undefined
       ? 'quality  SciFact: skipped (../shared/data/scifact absent)\n'
-      : `quality  SciFact dev keyword nDCG@10 (${quality.questions} questions, ${quality.chunks} chunks): postings index ${f(quality.indexed, 4)}, exact scan ${f(quality.exact, 4)} (difference ${f(quality.indexed - quality.exact, 4)})\n`,
+      : `quality  SciFact dev keyword nDCG@10 (${quality.questions} questions, ${quality.chunks} chunks): postings index ${f(quality.indexed, 4)}, exact scan ${f(quality.exact, 4)} (difference ${f(quality.indexed - quality.exact, 4)}); hybrid (RRF) nDCG@10, its keyword side through the postings index ${f(quality.hybridIndexed, 4)}, through the exact scan ${f(quality.hybridExact, 4)} (difference ${f(quality.hybridIndexed - quality.hybridExact, 4)})\n`,
   );
   try {
     for (const target of targets) {

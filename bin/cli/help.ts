@@ -399,7 +399,8 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     usage: 'index [--force] [--merge] [options]',
     description:
       'Ingest does it every 20,000 chunks and at its end once the collection has 20,000; concurrently on PostgreSQL. ' +
-      'Chunks added since the last build become a new segment (from 5,000); beyond four segments the smallest neighbours merge.',
+      'Chunks added since the last build become a new segment (from 5,000 rows and 1/16 of those indexed, always at 20,000); ' +
+      'a segment holding nearly as many rows as the one before it merges with it, and beyond six segments the adjacent pair with the fewest rows merges.',
     groups: [['Collection', [...COLLECTION, 'force', 'merge', 'memory']]],
     globals: ALL_GLOBALS,
     examples: [

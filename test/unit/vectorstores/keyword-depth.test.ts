@@ -7,6 +7,7 @@ import {
   FOLD_SAMPLE_PAGES,
   FOLD_SAMPLE_SHARE,
   firstReadMayProve,
+  firstReadWanted,
   foldMayBeDue,
   foldSamplePercent,
   LONG_LIST,
@@ -34,6 +35,15 @@ describe('the keyword index’s reads (keyword-index.ts)', () => {
     expect(firstReadMayProve(1000, [900, 50_000, 3000])).toBe(true);
     expect(firstReadMayProve(1000, [4001, 5000, 30])).toBe(false);
     expect(firstReadMayProve(10, [41, 41])).toBe(false);
+  });
+
+  it('firstReadWanted: a keyword search reads first while it may prove; a hybrid search’s candidates only while no list is cut', () => {
+    expect(firstReadWanted(1000, [900, 5000, 3000], true)).toBe(true);
+    expect(firstReadWanted(1000, [4001, 5000], true)).toBe(false);
+    expect(firstReadWanted(1000, [900, 5000, 3000], false)).toBe(false);
+    expect(firstReadWanted(1000, [900, 1001], false)).toBe(false);
+    expect(firstReadWanted(1000, [900, 1000], false)).toBe(true);
+    expect(firstReadWanted(1000, [], false)).toBe(true);
   });
 
   it('the fold counts a small fresh table, samples 256 pages of a larger one, and counts only when the sample nears the minimum', () => {

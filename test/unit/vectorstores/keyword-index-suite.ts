@@ -419,6 +419,70 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       }
     });
 
+    it('a hybrid search’s keyword side reads deeper at once when a list is cut, and first when none is: the same hits as with the exact scan, and no exact scan', async () => {
+      // Prepare: 60 chunks and depth 10, as above; a hybrid search takes 100 candidates a side, more than match
+      const name = fresh();
+      const sent: string[] = [];
+      const client = recordingClient(getClient(), (text, params) => {
+        if (text.includes('AS bound')) sent.push('first');
+        else if (text.includes('int8send')) sent.push(`deeper ${String(params?.[1])}`);
+        else if (text.includes('AS u(rid, up, i)')) sent.push('rescore');
+        else if (text.includes('sparsevec) < 0')) sent.push('exact');
+      });
+      const shallow = await PgVectorStore.create({
+        client,
+        embedder,
+        collectionName: name,
+        keywordDepth: 10,
+      });
+      const exact = await open(name, 0);
+      const n = keywordIndexNames(name);
+      try {
+        await shallow.addChunks(corpus(60, 6, 5));
+        const lengths = new Map(
+          (
+            await getClient().query<{ term: number; n: number }>(
+              `SELECT term, count(*)::int AS n FROM ${allPostings(n)} a GROUP BY term`,
+            )
+          ).rows.map((r) => [r.term, r.n]),
+        );
+        const seen = new Set<string>();
+        for (const q of QUERIES) {
+          const cut = [...termFrequencies(analyze(q)).keys()].some(
+            (t) => (lengths.get(t) ?? 0) > 10,
+          );
+          for (const rankerStrategy of ['rrf', 'weighted'] as const) {
+            sent.length = 0;
+            // Act
+            const params = {
+              k: 10,
+              searchMode: 'hybrid',
+              rankerStrategy,
+              includeScores: true,
+            } as const;
+            const got = await shallow.search(q, params);
+            const want = await exact.search(q, params);
+            // Assert: the hybrid hits of the exact scan's keyword side, in order, from one read of each kind
+            expect(
+              got.map((h) => h.id),
+              q,
+            ).toEqual(want.map((h) => h.id));
+            got.forEach((h, i) => {
+              expect(h.score).toBeCloseTo(want[i]?.score as number, 6);
+            });
+            expect(sent, q).toEqual(cut ? ['deeper 160', 'rescore'] : ['first']);
+            seen.add(sent.join('+'));
+          }
+        }
+        // The sample covers both paths
+        expect([...seen].sort()).toEqual(['deeper 160+rescore', 'first']);
+      } finally {
+        await shallow.close();
+        await exact.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
     it('the deeper read bounds every candidate and rescores only those that can reach the top k: the same hits as rescoring them all, and as summing in SQL', async () => {
       // Prepare: 400 chunks; each sample query with random weights, its lists cut at 5 or 20 postings, with and
       // without a predicate on the rows (as a filter would add)

@@ -50,6 +50,25 @@ export function firstReadMayProve(depth: number, lengths: readonly number[]): bo
 }
 
 /**
+ * Whether a search reads first at `depth` (bounded) before the deeper read. A search whose caller needs its top k
+ * proven exact (`proof`: a keyword search) reads first when {@link firstReadMayProve}. A hybrid search's keyword
+ * candidates are used by rank only, fused with the dense side's, so a proof buys them nothing: they read first only
+ * when no list is cut (`lengths`, the terms' df, all within `depth`), where the first read is complete. At 1M chunks
+ * the first read of a hybrid's 100 candidates cost 10–13 ms and proved none (README, "The hybrid search's keyword
+ * side").
+ * @example firstReadWanted(1000, [900, 5000], true) // true: one long list may still be proven
+ * @example firstReadWanted(1000, [900, 5000], false) // false: a list is cut, so read deeper at once
+ * @example firstReadWanted(1000, [900, 1000], false) // true: complete, and exact
+ */
+export function firstReadWanted(
+  depth: number,
+  lengths: readonly number[],
+  proof: boolean,
+): boolean {
+  return proof ? firstReadMayProve(depth, lengths) : lengths.every((n) => n <= depth);
+}
+
+/**
  * Depth per list of the deeper read after a first read at `depth` that cut `cut` lists (see {@link DEEPER_BUDGET}).
  * @example deeperDepth(1000, 3) // 16000
  * @example deeperDepth(1000, 5) // 12800

@@ -16,14 +16,14 @@ import { bm25Idf, sparseLiteral, termFrequencies } from './bm25.js';
 import { queryStatistics } from './bm25-refresh.js';
 import {
   deeperDepth,
-  firstReadMayProve,
+  firstReadWanted,
   keywordPostingsRead,
   keywordQuery,
   keywordQueryUnbounded,
   keywordRescore,
 } from './keyword-index.js';
 import type { CollectionTables } from './names.js';
-import { mergeCandidates } from './postings-merge.js';
+import { mergeCandidates, POSTING_BYTES } from './postings-merge.js';
 import type { StoreContext } from './store-context.js';
 
 /** A chunk as the searches read it. */
@@ -200,8 +200,9 @@ export async function vectorSearch<P extends Projection = 'rows'>(
 /**
  * Keyword search through the postings index (`keyword-index.ts`): the top `limit` when the query's bound proves
  * it exact, else the best of that read and one deeper read (`deeperDepth` postings a cut list, `listLengths` being
- * the terms' df; a chunk outside every term's top postings can be missed). The first read is skipped when it cannot
- * plausibly prove its result (`firstReadMayProve`) and no filter is given. Undefined when the candidates hold fewer
+ * the terms' df; a chunk outside every term's top postings can be missed). Without a filter the first read is
+ * skipped when it cannot plausibly prove its result, and for a hybrid search's candidates (projection `ids`, used by
+ * rank only) whenever a list is cut (`firstReadWanted`). Undefined when the candidates hold fewer
  * than `limit` visible matches while more may exist (a selective filter, staged rows, a cut list): the caller then
  * scans exactly, so the result is complete.
  */
@@ -249,7 +250,7 @@ export async function indexedKeywordSearch<P extends Projection = 'rows'>(
   const lengths = terms.map((t) => listLengths.get(t) ?? 0);
   let found: Awaited<ReturnType<typeof attempt>> | undefined;
   // A filter keeps the first read: when its candidates hold fewer than `limit` matches, the exact scan runs.
-  if (filter !== undefined || firstReadMayProve(c.keywordDepth, lengths)) {
+  if (filter !== undefined || firstReadWanted(c.keywordDepth, lengths, projection === 'rows')) {
     found = await attempt(c.keywordDepth, base);
     if (found.exact || found.rows.length < limit) {
       return found.rows.length >= limit || found.complete ? found.rows : undefined;
@@ -259,7 +260,7 @@ export async function indexedKeywordSearch<P extends Projection = 'rows'>(
   // better of the two reads per chunk (both score exactly, so the union's top `limit` is at least as good as
   // either's).
   const depth = deeperDepth(c.keywordDepth, lengths.filter((n) => n > c.keywordDepth).length);
-  let read: { rows: ScoredRow[] };
+  let read: { rows: ScoredRow[]; complete?: boolean };
   if (clientMergeFits(lengths, depth)) {
     read = await deeperInClient(c, terms, weights, depth, base * 2, limit, filter, projection);
   } else {
@@ -270,8 +271,9 @@ export async function indexedKeywordSearch<P extends Projection = 'rows'>(
     );
   }
   const deeper = read.rows.map(shape);
-  // Short without the first read: whether more matches exist is unknown, so the caller scans exactly.
-  if (found === undefined) return deeper.length >= limit ? deeper : undefined;
+  // Short without the first read: unless the deeper read took every posting of the query's terms, whether more
+  // matches exist is unknown, so the caller scans exactly.
+  if (found === undefined) return deeper.length >= limit || read.complete ? deeper : undefined;
   const byId = new Map<string, Projected<P>>();
   for (const r of [...deeper, ...found.rows]) if (!byId.has(r.id)) byId.set(r.id, r);
   return [...byId.values()]
@@ -294,7 +296,8 @@ export function clientMergeFits(lengths: readonly number[], depth: number): bool
 /**
  * The deeper read summed in the client: the terms' packed postings (`keywordPostingsRead`), their best `candidates`
  * by partial score with upper bounds (`mergeCandidates`), and the rescoring that skips those whose bound cannot
- * reach the top `limit` (`keywordRescore`).
+ * reach the top `limit` (`keywordRescore`). `complete` when no list was cut and every chunk read was a candidate:
+ * every chunk holding a query term was then rescored, so a result shorter than `limit` holds every match.
  */
 async function deeperInClient(
   c: SearchContext,
@@ -305,7 +308,7 @@ async function deeperInClient(
   limit: number,
   filter: FilterNode | undefined,
   projection: Projection,
-): Promise<{ rows: ScoredRow[] }> {
+): Promise<{ rows: ScoredRow[]; complete: boolean }> {
   const read = await c.client.query<{ folded: Uint8Array | null; fresh: Uint8Array | null }>(
     keywordPostingsRead(c.t.kw),
     [terms, depth],
@@ -328,7 +331,14 @@ async function deeperInClient(
     limit,
   ];
   const extra = filter === undefined ? '' : `AND ${compileFilterSql(filter, params, 'metadata')}`;
-  return c.client.query<ScoredRow>(keywordRescore(c.t.kw, c.t.visible, extra, projection), params);
+  const whole = read.rows.every((r) =>
+    [r.folded, r.fresh].every((list) => list === null || list.byteLength < depth * POSTING_BYTES),
+  );
+  const res = await c.client.query<ScoredRow>(
+    keywordRescore(c.t.kw, c.t.visible, extra, projection),
+    params,
+  );
+  return { rows: res.rows, complete: whole && picked.rids.length < candidates };
 }
 
 /** Keyword search scanning every chunk's BM25 weights (linear in the collection; the exact reference). */

@@ -86,6 +86,34 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
         ...(keywordDepth !== undefined && { keywordDepth }),
       });
     const fresh = () => `ai4rag_kwi_${Date.now().toString(36)}_${seq++}`;
+    /** Each term's postings in collection `name` (its df), read from both postings tables. */
+    const listLengths = async (name: string) =>
+      new Map(
+        (
+          await getClient().query<{ term: number; n: number }>(
+            `SELECT term, count(*)::int AS n FROM ${allPostings(keywordIndexNames(name))} a GROUP BY term`,
+          )
+        ).rows.map((r) => [r.term, r.n]),
+      );
+    /** A store at depth 10 whose keyword statements are named in `sent` (`onRescore` sees the rescoring's params). */
+    const recordedShallow = (
+      name: string,
+      sent: string[],
+      onRescore: (params: readonly unknown[] | undefined) => void = () => {},
+    ) =>
+      PgVectorStore.create({
+        client: recordingClient(getClient(), (text, params) => {
+          if (text.includes('AS bound')) sent.push('first');
+          else if (text.includes('int8send')) sent.push(`deeper ${String(params?.[1])}`);
+          else if (text.includes('AS u(rid, up, i)')) {
+            onRescore(params);
+            sent.push('rescore');
+          } else if (text.includes('sparsevec) < 0')) sent.push('exact');
+        }),
+        embedder,
+        collectionName: name,
+        keywordDepth: 10,
+      });
 
     it('returns the exact scan’s top 10, ids and scores, on every sample query', async () => {
       // Prepare: one collection, read through the index (default depth) and by the exact scan (depth 0)
@@ -356,34 +384,16 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       // read (deeperDepth(10, ·) = 160 postings a list for ≤ 6 cut lists) takes every posting of these queries
       const name = fresh();
       const sent: string[] = [];
-      const client = recordingClient(getClient(), (text, params) => {
-        if (text.includes('AS bound')) sent.push('first');
-        else if (text.includes('int8send')) sent.push(`deeper ${String(params?.[1])}`);
-        else if (text.includes('AS u(rid, up, i)')) {
-          // The rescoring: every candidate, ordered by partial score, with a bound at least its score
-          const rids = params?.[0] as number[];
-          expect(new Set(rids).size).toBe(rids.length);
-          expect(rids.length).toBeLessThanOrEqual(400);
-          sent.push('rescore');
-        }
-      });
-      const shallow = await PgVectorStore.create({
-        client,
-        embedder,
-        collectionName: name,
-        keywordDepth: 10,
+      const shallow = await recordedShallow(name, sent, (params) => {
+        // The rescoring: every candidate, ordered by partial score, with a bound at least its score
+        const rids = params?.[0] as number[];
+        expect(new Set(rids).size).toBe(rids.length);
+        expect(rids.length).toBeLessThanOrEqual(400);
       });
       const exact = await open(name, 0);
-      const n = keywordIndexNames(name);
       try {
         await shallow.addChunks(corpus(60, 6, 5));
-        const lengths = new Map(
-          (
-            await getClient().query<{ term: number; n: number }>(
-              `SELECT term, count(*)::int AS n FROM ${allPostings(n)} a GROUP BY term`,
-            )
-          ).rows.map((r) => [r.term, r.n]),
-        );
+        const lengths = await listLengths(name);
         const seen = new Set<string>();
         for (const q of QUERIES) {
           const long = [...termFrequencies(analyze(q)).keys()].filter(
@@ -423,29 +433,11 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       // Prepare: 60 chunks and depth 10, as above; a hybrid search takes 100 candidates a side, more than match
       const name = fresh();
       const sent: string[] = [];
-      const client = recordingClient(getClient(), (text, params) => {
-        if (text.includes('AS bound')) sent.push('first');
-        else if (text.includes('int8send')) sent.push(`deeper ${String(params?.[1])}`);
-        else if (text.includes('AS u(rid, up, i)')) sent.push('rescore');
-        else if (text.includes('sparsevec) < 0')) sent.push('exact');
-      });
-      const shallow = await PgVectorStore.create({
-        client,
-        embedder,
-        collectionName: name,
-        keywordDepth: 10,
-      });
+      const shallow = await recordedShallow(name, sent);
       const exact = await open(name, 0);
-      const n = keywordIndexNames(name);
       try {
         await shallow.addChunks(corpus(60, 6, 5));
-        const lengths = new Map(
-          (
-            await getClient().query<{ term: number; n: number }>(
-              `SELECT term, count(*)::int AS n FROM ${allPostings(n)} a GROUP BY term`,
-            )
-          ).rows.map((r) => [r.term, r.n]),
-        );
+        const lengths = await listLengths(name);
         const seen = new Set<string>();
         for (const q of QUERIES) {
           const cut = [...termFrequencies(analyze(q)).keys()].some(

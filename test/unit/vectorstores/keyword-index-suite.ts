@@ -95,13 +95,17 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
           )
         ).rows.map((r) => [r.term, r.n]),
       );
-    /** A store at depth 10 whose keyword statements are named in `sent` (`onRescore` sees the rescoring's params). */
-    const recordedShallow = (
-      name: string,
-      sent: string[],
+    /**
+     * A new collection of 60 chunks (no list longer than 60) read at depth 10 (`shallow`, its keyword statements
+     * named in `sent`; `onRescore` sees the rescoring's params) and by the exact scan (`exact`), with each term's
+     * list length.
+     */
+    const sixtyChunks = async (
       onRescore: (params: readonly unknown[] | undefined) => void = () => {},
-    ) =>
-      PgVectorStore.create({
+    ) => {
+      const name = fresh();
+      const sent: string[] = [];
+      const shallow = await PgVectorStore.create({
         client: recordingClient(getClient(), (text, params) => {
           if (text.includes('AS bound')) sent.push('first');
           else if (text.includes('int8send')) sent.push(`deeper ${String(params?.[1])}`);
@@ -114,6 +118,20 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
         collectionName: name,
         keywordDepth: 10,
       });
+      const exact = await open(name, 0);
+      const close = async () => {
+        await shallow.close();
+        await exact.close();
+        await dropPgCollection(getClient(), name);
+      };
+      try {
+        await shallow.addChunks(corpus(60, 6, 5));
+        return { sent, shallow, exact, lengths: await listLengths(name), close };
+      } catch (error) {
+        await close();
+        throw error;
+      }
+    };
 
     it('returns the exact scan’s top 10, ids and scores, on every sample query', async () => {
       // Prepare: one collection, read through the index (default depth) and by the exact scan (depth 0)
@@ -382,18 +400,13 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
     it('reads deeper when the first read proves nothing, or straight away past two long lists; covering the lists, exactly', async () => {
       // Prepare: 60 chunks, so no list is longer than 60; depth 10 cuts the common words' lists, and the deeper
       // read (deeperDepth(10, ·) = 160 postings a list for ≤ 6 cut lists) takes every posting of these queries
-      const name = fresh();
-      const sent: string[] = [];
-      const shallow = await recordedShallow(name, sent, (params) => {
+      const { sent, shallow, exact, lengths, close } = await sixtyChunks((params) => {
         // The rescoring: every candidate, ordered by partial score, with a bound at least its score
         const rids = params?.[0] as number[];
         expect(new Set(rids).size).toBe(rids.length);
         expect(rids.length).toBeLessThanOrEqual(400);
       });
-      const exact = await open(name, 0);
       try {
-        await shallow.addChunks(corpus(60, 6, 5));
-        const lengths = await listLengths(name);
         const seen = new Set<string>();
         for (const q of QUERIES) {
           const long = [...termFrequencies(analyze(q)).keys()].filter(
@@ -423,21 +436,14 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
           'first+deeper 160+rescore',
         ]);
       } finally {
-        await shallow.close();
-        await exact.close();
-        await dropPgCollection(getClient(), name);
+        await close();
       }
     });
 
     it('a hybrid search’s keyword side reads deeper at once when a list is cut, and first when none is: the same hits as with the exact scan, and no exact scan', async () => {
       // Prepare: 60 chunks and depth 10, as above; a hybrid search takes 100 candidates a side, more than match
-      const name = fresh();
-      const sent: string[] = [];
-      const shallow = await recordedShallow(name, sent);
-      const exact = await open(name, 0);
+      const { sent, shallow, exact, lengths, close } = await sixtyChunks();
       try {
-        await shallow.addChunks(corpus(60, 6, 5));
-        const lengths = await listLengths(name);
         const seen = new Set<string>();
         for (const q of QUERIES) {
           const cut = [...termFrequencies(analyze(q)).keys()].some(
@@ -469,9 +475,7 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
         // The sample covers both paths
         expect([...seen].sort()).toEqual(['deeper 160+rescore', 'first']);
       } finally {
-        await shallow.close();
-        await exact.close();
-        await dropPgCollection(getClient(), name);
+        await close();
       }
     });
 

@@ -7,14 +7,18 @@
  * - `npm run bench -- --probe COLLECTION [--queries 60] [--modes keyword,hybrid,vector] [--store pgvector|pglite]
  *   [--data-dir D] [--exact]` times `--scale`'s queries on an existing collection, each twice: the first run (the
  *   very first of a mode not counted) and the repeat, whose pages are in the buffers (as `--scale` times them); it
- *   prints the stats and p50 / p95 per mode. With `--exact`, side by side, the exact BM25 scan's p50 and the share
+ *   prints the stats, the server's version and cache settings (`serverSettingsLine`), and p50 / p95 per mode. With `--exact`, side by side, the exact BM25 scan's p50 and the share
  *   of its top 10 that the keyword index's top 10 holds.
  */
 import { createWriteStream } from 'node:fs';
+import pg from 'pg';
 import { ENV } from '../shared/src/config.js';
 import { createOfflineEmbedder } from '../shared/src/embeddings/local.js';
 import { openStore } from '../shared/src/runtime/open-store.js';
+import { pgConnection, pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import type { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
+import { fromPgPool } from '../shared/src/vectorstores/sql-client.js';
+import { serverSettingsLine } from './measure.js';
 import { documents, queriesOf, zipfSampler } from './scale.js';
 
 function value(argv: readonly string[], name: string): string | undefined {
@@ -86,6 +90,19 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
     console.log(
       `${collectionName}: ${stats.chunks.toLocaleString('en-US')} chunks, HNSW index ${stats.annIndex ? 'valid' : 'absent (exact vector scan)'}; ${queries.length} queries per mode, k = 10`,
     );
+    if (kind === 'pgvector') {
+      const settings = fromPgPool(
+        new pg.Pool({ ...pgConnection(pgVectorConfigFromEnv(ENV)), max: 1 }),
+        {
+          ownsPool: true,
+        },
+      );
+      try {
+        console.log(`  server: ${await serverSettingsLine(settings)}`);
+      } finally {
+        await settings.close();
+      }
+    }
     const p = (ms: number[], q: number) => {
       const sorted = [...ms].sort((a, b) => a - b);
       return (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] as number).toFixed(

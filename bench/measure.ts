@@ -107,3 +107,29 @@ export async function timeSearch(
     rawP95: percentile(raw, 95),
   };
 }
+
+/** The server settings that bound a measurement's cache (quoted with every server figure). */
+export const SERVER_SETTINGS = [
+  'shared_buffers',
+  'effective_cache_size',
+  'maintenance_work_mem',
+  'max_wal_size',
+] as const;
+
+/**
+ * One line naming the server a figure was measured on: its version, pgvector's, and {@link SERVER_SETTINGS}
+ * (`shared_buffers` decides whether a large collection's probes copy pages from the OS cache; RDS sets it to a
+ * quarter of the instance's memory, PostgreSQL's own default is 128 MB).
+ * @example "PostgreSQL 15.10, pgvector 0.8.0, shared_buffers 6GB, effective_cache_size 12GB, …"
+ */
+export async function serverSettingsLine(client: SqlClient): Promise<string> {
+  const res = await client.query<{ name: string; value: string }>(
+    `SELECT name, current_setting(name) AS value FROM unnest($1::text[]) WITH ORDINALITY AS s(name, i)
+     UNION ALL SELECT 'server_version', current_setting('server_version')
+     UNION ALL SELECT 'pgvector', COALESCE((SELECT extversion FROM pg_extension WHERE extname = 'vector'), 'absent')`,
+    [[...SERVER_SETTINGS]],
+  );
+  const v = new Map(res.rows.map((r) => [r.name, r.value]));
+  const version = (v.get('server_version') ?? '').split(' ')[0];
+  return `PostgreSQL ${version}, pgvector ${v.get('pgvector')}, ${SERVER_SETTINGS.map((s) => `${s} ${v.get(s)}`).join(', ')}`;
+}

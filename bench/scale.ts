@@ -37,7 +37,7 @@ import { mulberry32 } from '../shared/src/util/random.js';
 import { pgConnection, pgVectorConfigFromEnv } from '../shared/src/vectorstores/config.js';
 import { PgVectorStore } from '../shared/src/vectorstores/pgvector/pgvector-store.js';
 import { fromPgPool, openPglite, type SqlClient } from '../shared/src/vectorstores/sql-client.js';
-import { recording, type SearchTiming, timeSearch } from './measure.js';
+import { recording, type SearchTiming, serverSettingsLine, timeSearch } from './measure.js';
 import { startPostgres } from './postgres.js';
 
 const DATA = resolve(import.meta.dirname, '../../shared/data');
@@ -472,6 +472,11 @@ export async function runScale(argv: readonly string[]): Promise<void> {
   try {
     for (const target of targets) {
       const client = recording(await target.open());
+      if (client.dialect === 'postgres') {
+        console.log(
+          `scale  ${target.label.padEnd(10)} server: ${await serverSettingsLine(client)}`,
+        );
+      }
       const name = `ai4rag_scale_${Date.now().toString(36)}`;
       const store = await PgVectorStore.create({ client, embedder, collectionName: name });
       // The same collection read by the exact BM25 scan: the reference the postings index is measured against.

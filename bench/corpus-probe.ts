@@ -7,8 +7,9 @@
  * - `npm run bench -- --probe COLLECTION [--queries 60] [--modes keyword,hybrid,vector] [--store pgvector|pglite]
  *   [--data-dir D] [--exact]` times `--scale`'s queries on an existing collection, each twice: the first run (the
  *   very first of a mode not counted) and the repeat, whose pages are in the buffers (as `--scale` times them); it
- *   prints the stats, the server's version and cache settings (`serverSettingsLine`), and p50 / p95 per mode. With `--exact`, side by side, the exact BM25 scan's p50 and the share
- *   of its top 10 that the keyword index's top 10 holds.
+ *   prints the stats, the server's version and cache settings (`serverSettingsLine`), and p50 / p95 per mode. With
+ *   `--exact`, side by side, the exact BM25 scan's p50 and the share of its top 10 that the keyword index's top 10
+ *   holds.
  */
 import { createWriteStream } from 'node:fs';
 import pg from 'pg';
@@ -91,12 +92,8 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
       `${collectionName}: ${stats.chunks.toLocaleString('en-US')} chunks, HNSW index ${stats.annIndex ? 'valid' : 'absent (exact vector scan)'}; ${queries.length} queries per mode, k = 10`,
     );
     if (kind === 'pgvector') {
-      const settings = fromPgPool(
-        new pg.Pool({ ...pgConnection(pgVectorConfigFromEnv(ENV)), max: 1 }),
-        {
-          ownsPool: true,
-        },
-      );
+      const pool = new pg.Pool({ ...pgConnection(pgVectorConfigFromEnv(ENV)), max: 1 });
+      const settings = fromPgPool(pool, { ownsPool: true });
       try {
         console.log(`  server: ${await serverSettingsLine(settings)}`);
       } finally {

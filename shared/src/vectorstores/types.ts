@@ -253,6 +253,11 @@ export interface CollectionStats {
    * costs a probe each: `buildIndex({ merge: true })` (`ai4rag index --merge`) makes them one.
    */
   annSegments?: number;
+  /**
+   * Bytes the collection takes on disk, its tables with their indexes (pgvector; undefined where the store cannot
+   * tell). What a database server's memory is sized against (README, "Deploy to AWS").
+   */
+  sizeBytes?: number;
 }
 
 /**

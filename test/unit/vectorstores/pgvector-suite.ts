@@ -484,6 +484,48 @@ export function runPgVectorSuite(label: string, getClient: () => SqlClient): voi
       }
     });
 
+    it("reports the collection's size on disk: every table named after it, with indexes and TOAST", async () => {
+      // Prepare
+      const store = await create();
+      /** The tables the catalogue holds under the collection's name: found there, not from the store's list. */
+      const onDisk = async () => {
+        const res = await getClient().query<{ bytes: string | number }>(
+          `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::int8 AS bytes FROM pg_class c
+             WHERE c.relkind = 'r' AND (c.relname = lower($1) OR c.relname LIKE lower($1) || '\\_%')`,
+          [store.collectionName],
+        );
+        return Number(res.rows[0]?.bytes);
+      };
+      /** stats() between two equal catalogue readings (autovacuum may add a map fork meanwhile: read again). */
+      const measured = async () => {
+        for (let attempt = 0; ; attempt += 1) {
+          const before = await onDisk();
+          const stats = await store.stats();
+          const after = await onDisk();
+          if (before === after || attempt === 4)
+            return { reported: stats.sizeBytes, before, after };
+        }
+      };
+      try {
+        await store.addChunks(BM25_CORPUS);
+        // Act
+        const small = await measured();
+        const words = 'tables grow with every chunk and its postings '.repeat(20);
+        await store.addChunks(
+          Array.from({ length: 300 }, (_, i) => makeChunk('grow', i + 1, `chunk ${i} ${words}`)),
+        );
+        const grown = await measured();
+        // Assess
+        expect(small.before).toBe(small.after);
+        expect(small.reported).toBe(small.before);
+        expect(grown.before).toBe(grown.after);
+        expect(grown.reported).toBe(grown.before);
+        expect(grown.before).toBeGreaterThan(small.before);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('rejects vectors of the wrong dimension', async () => {
       // Prepare
       const store = await create();

@@ -56,7 +56,7 @@ import {
 import { collectionTables } from './names.js';
 import { type PgVectorStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type OpenedCollection, openCollection } from './registry.js';
-import { dropPgCollection } from './schema.js';
+import { collectionSizeBytes, dropPgCollection } from './schema.js';
 import {
   bm25Search,
   getChunksBySequence,
@@ -498,6 +498,7 @@ export class PgVectorStore implements VectorStore {
       embeddingModel: this.embedder.modelId,
       annIndex: this.ann.valid,
       annSegments: this.ann.segments.length,
+      sizeBytes: await collectionSizeBytes(this.ctx.client, this.ctx.t),
     };
   }
 

@@ -265,6 +265,28 @@ export function writerOnlySchema(entry: string, t: CollectionTables): boolean {
  * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
  * @example await dropPgCollection(client, 'ai4rag_trial_3');
  */
+/**
+ * Bytes the collection's tables take on disk, each with its indexes (the HNSW segments among them) and TOAST
+ * (`pg_total_relation_size`): the chunks, BM25 statistics and log, document records, write ledger, and both
+ * postings tables. A table not (yet) created counts 0.
+ */
+export async function collectionSizeBytes(client: SqlClient, t: CollectionTables): Promise<number> {
+  const tables = [
+    t.table,
+    t.dfTable,
+    t.dfLog,
+    t.docTable,
+    t.writesTable,
+    t.kw.postings,
+    t.kw.fresh,
+  ];
+  const res = await client.query<{ bytes: string | number }>(
+    `SELECT COALESCE(sum(pg_total_relation_size(to_regclass(n))), 0)::int8 AS bytes FROM unnest($1::text[]) AS n`,
+    [tables],
+  );
+  return Number(res.rows[0]?.bytes ?? 0);
+}
+
 export async function dropPgCollection(client: SqlClient, collectionName: string): Promise<void> {
   const t = collectionTables(resolveCollectionName(collectionName).toLowerCase());
   await client.transaction(async (tx) => {

@@ -94,8 +94,13 @@ const RECORD_BATCH = 1000;
  * pending or whose newer version failed.
  */
 async function statsOf(rt: Runtime) {
-  let stats: { documents: number; chunks: number; dimension: number | null; model: string | null } =
-    { documents: 0, chunks: 0, dimension: null, model: null };
+  let stats: {
+    documents: number;
+    chunks: number;
+    dimension: number | null;
+    model: string | null;
+    sizeBytes: number | null;
+  } = { documents: 0, chunks: 0, dimension: null, model: null, sizeBytes: null };
   let store: VectorStore | undefined;
   try {
     store = (await openReader(rt)).store;
@@ -105,6 +110,7 @@ async function statsOf(rt: Runtime) {
       chunks: s.chunks,
       dimension: s.dimension,
       model: s.embeddingModel,
+      sizeBytes: s.sizeBytes ?? null,
     };
   } catch (error) {
     if (!(error instanceof NotFoundError)) throw error;
@@ -125,6 +131,7 @@ async function statsOf(rt: Runtime) {
     chunks: stats.chunks,
     dimension: stats.dimension,
     embedding_model: stats.model,
+    size_bytes: stats.sizeBytes,
     by_status: {
       pending: pending.length,
       indexed: Math.max(0, stats.documents - openWithRecord),

@@ -163,6 +163,8 @@ describe.skipIf(CHROMIUM === undefined)(
       );
       expect(await rows.nth(0).locator('.badge').textContent()).toBe('indexed');
       expect(Number(await page.getByTestId('stat-chunks').textContent())).toBeGreaterThan(0);
+      // The collection's tables on disk, in binary units (PGlite: a few MiB for two documents).
+      expect(await page.getByTestId('stat-size').textContent()).toMatch(/^\d+\.\d (KiB|MiB)$/);
       const served = page.locator('section[aria-labelledby=kb-collections] tbody tr').first();
       expect(await served.locator('td').first().textContent()).toBe('ai4rag_default served');
     });

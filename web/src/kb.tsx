@@ -2,6 +2,7 @@
 import type { JSX } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api, upload } from './api';
+import { formatBytes } from './format';
 import type { CollectionInfo, DocumentView, Stats } from './types';
 
 interface UploadItem {
@@ -135,6 +136,10 @@ export function KnowledgeBasePage(props: { onChanged: () => void }): JSX.Element
             <div>
               <dt>Store</dt>
               <dd>{stats.store}</dd>
+            </div>
+            <div>
+              <dt>Size on disk</dt>
+              <dd data-testid="stat-size">{formatBytes(stats.size_bytes)}</dd>
             </div>
             <div>
               <dt>By status</dt>

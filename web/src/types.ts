@@ -85,6 +85,8 @@ export interface Stats {
   chunks: number;
   dimension: number | null;
   embedding_model: string | null;
+  /** Bytes the collection's tables take on disk (PostgreSQL stores; null for Milvus or no collection yet). */
+  size_bytes: number | null;
   by_status: Record<string, number>;
 }
 

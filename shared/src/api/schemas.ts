@@ -419,6 +419,8 @@ export const StatsResponse = z
     chunks: z.number().int(),
     dimension: z.number().int().nullable(),
     embedding_model: z.string().nullable(),
+    /** Bytes the collection's tables take on disk with their indexes (PostgreSQL stores; null for Milvus). */
+    size_bytes: z.number().int().nullable(),
     by_status: z.record(z.string(), z.number().int()),
   })
   .meta({ id: 'StatsResponse' });

@@ -199,6 +199,9 @@ describe('query API handlers', () => {
       embedding_model: 'local/feature-hash-v1-384',
       by_status: { pending: 0, indexed: 2, failed: 0 },
     });
+    // The store's own figure (its exactness is checked in the pgvector suite), passed through as it is.
+    const size = (parse(out) as { size_bytes: unknown }).size_bytes;
+    expect(Number.isSafeInteger(size) && (size as number) > 0).toBe(true);
   });
 
   it('deletes a document: its object, chunks and record', async () => {

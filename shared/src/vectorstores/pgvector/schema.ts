@@ -261,11 +261,6 @@ export function writerOnlySchema(entry: string, t: CollectionTables): boolean {
 }
 
 /**
- * Drops a collection's tables and its registry row (no-op for an unknown name). For tests and trial cleanup.
- * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
- * @example await dropPgCollection(client, 'ai4rag_trial_3');
- */
-/**
  * Bytes the collection's tables take on disk, each with its indexes (the HNSW segments among them) and TOAST
  * (`pg_total_relation_size`): the chunks, BM25 statistics and log, document records, write ledger, and both
  * postings tables. A table not (yet) created counts 0.
@@ -287,6 +282,11 @@ export async function collectionSizeBytes(client: SqlClient, t: CollectionTables
   return Number(res.rows[0]?.bytes ?? 0);
 }
 
+/**
+ * Drops a collection's tables and its registry row (no-op for an unknown name). For tests and trial cleanup.
+ * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
+ * @example await dropPgCollection(client, 'ai4rag_trial_3');
+ */
 export async function dropPgCollection(client: SqlClient, collectionName: string): Promise<void> {
   const t = collectionTables(resolveCollectionName(collectionName).toLowerCase());
   await client.transaction(async (tx) => {

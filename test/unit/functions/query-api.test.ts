@@ -201,7 +201,8 @@ describe('query API handlers', () => {
     });
     // The store's own figure (its exactness is checked in the pgvector suite), passed through as it is.
     const size = (parse(out) as { size_bytes: unknown }).size_bytes;
-    expect(Number.isSafeInteger(size) && (size as number) > 0).toBe(true);
+    expect(Number.isSafeInteger(size)).toBe(true);
+    expect(size).toBeGreaterThan(0);
   });
 
   it('deletes a document: its object, chunks and record', async () => {

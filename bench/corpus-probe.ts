@@ -5,11 +5,12 @@
  *   (`{"id","title","text"}` per line, the same documents `--scale` generates), to ingest with
  *   `ai4rag ingest FILE --store pgvector --collection ai4rag_m1 --no-index` and index with `ai4rag index`;
  * - `npm run bench -- --probe COLLECTION [--queries 60] [--modes keyword,hybrid,vector] [--store pgvector|pglite]
- *   [--data-dir D] [--exact]` times `--scale`'s queries on an existing collection, each twice: the first run (the
+ *   [--data-dir D] [--exact] [--packs]` times `--scale`'s queries on an existing collection, each twice: the first run (the
  *   very first of a mode not counted) and the repeat, whose pages are in the buffers (as `--scale` times them); it
  *   prints the stats, the server's version and cache settings (`serverSettingsLine`), and p50 / p95 per mode. With
  *   `--exact`, side by side, the exact BM25 scan's p50 and the share of its top 10 that the keyword index's top 10
- *   holds.
+ *   holds. With `--packs`, side by side, the keyword and hybrid p50 of a store reading every postings list from the
+ *   b-tree (`packedReads: false`) against the one reading long lists from their packs.
  */
 import { createWriteStream } from 'node:fs';
 import pg from 'pg';
@@ -74,7 +75,7 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
     throw new Error(`--store must be pgvector or pglite, got "${kind}"`);
   }
   const queries = queriesOf(count(argv, '--queries', 60), zipfSampler(42));
-  const open = (keywordDepth?: number) =>
+  const open = (keywordDepth?: number, packedReads?: boolean) =>
     openStore({
       kind,
       embedder: createOfflineEmbedder('local'),
@@ -83,9 +84,11 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
       dataDir: value(argv, '--data-dir') ?? '.ai4rag',
       createIfMissing: false,
       ...(keywordDepth !== undefined && { keywordDepth }),
+      ...(packedReads !== undefined && { packedReads }),
     });
   const store = await open();
   const exact = argv.includes('--exact') ? ((await open(0)) as PgVectorStore) : undefined;
+  const btree = argv.includes('--packs') ? await open(undefined, false) : undefined;
   try {
     const stats = await store.stats();
     console.log(
@@ -107,10 +110,10 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
       );
     };
     for (const mode of modes) {
-      const run = (q: string) =>
+      const run = (q: string, on = store) =>
         mode === 'keyword'
-          ? (store as PgVectorStore).keywordSearch(q, { k: 10 })
-          : store.search(q, {
+          ? (on as PgVectorStore).keywordSearch(q, { k: 10 })
+          : on.search(q, {
               k: 10,
               searchMode: mode as 'hybrid' | 'vector',
               ...(mode === 'hybrid' && { rankerStrategy: 'rrf' as const }),
@@ -119,7 +122,15 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
       const firstMs: number[] = [];
       let overlap = 0;
       const exactMs: number[] = [];
+      const btreeMs: number[] = [];
       for (const q of queries) {
+        if (btree !== undefined && mode !== 'vector') {
+          // The same query from the b-tree first, run twice (the repeat timed): its pages in the buffers too.
+          await run(q, btree);
+          const t = performance.now();
+          await run(q, btree);
+          btreeMs.push(performance.now() - t);
+        }
         // First run, then the same query again (its pages now in the buffers, as `--scale` times it).
         const first = performance.now();
         await run(q);
@@ -134,10 +145,13 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
           overlap += want.size === 0 ? 1 : got.filter((h) => want.has(h.id)).length / want.size;
         }
       }
-      const side =
+      let side =
         exactMs.length === 0
           ? ''
           : `; top 10 = exact scan's: ${((overlap / queries.length) * 100).toFixed(1)} %, exact scan p50 ${p(exactMs, 0.5)} ms`;
+      if (btreeMs.length > 0) {
+        side += `; every list from the b-tree: p50 ${p(btreeMs, 0.5)} ms, p95 ${p(btreeMs, 0.95)} ms`;
+      }
       console.log(
         `  ${mode.padEnd(8)} p50 ${p(ms, 0.5)} ms  p95 ${p(ms, 0.95)} ms (first run of each query: p50 ${p(firstMs.slice(1), 0.5)} ms, p95 ${p(firstMs.slice(1), 0.95)} ms)${side}`,
       );
@@ -145,5 +159,6 @@ export async function probeCollection(argv: readonly string[]): Promise<void> {
   } finally {
     await store.close();
     await exact?.close();
+    await btree?.close();
   }
 }

@@ -1025,6 +1025,7 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
       const r = await store.buildIndex({
         force: flag(p, 'force'),
         merge: flag(p, 'merge'),
+        pack: true,
         ...(memory !== undefined && { memory }),
       });
       if (flag(p, 'json')) {
@@ -1043,6 +1044,11 @@ async function cmdIndex(p: Parsed, io: Io): Promise<number> {
         } else if (r.postingsFolded !== undefined) {
           io.out(
             `${store.collectionName}: keyword index: ${r.postingsFolded} fresh postings folded`,
+          );
+        }
+        if (r.postingsPacked !== undefined) {
+          io.out(
+            `${store.collectionName}: keyword index: ${r.postingsPacked} long postings lists packed`,
           );
         }
         if (r.built) io.out(`${store.collectionName}: ${describeBuild(r)}`);

@@ -803,7 +803,7 @@ export async function scheduledIndex(
   }
   if (store.buildIndex === undefined) return undefined;
   try {
-    return await store.buildIndex({ maxRows: SCHEDULED_INDEX_ROWS });
+    return await store.buildIndex({ maxRows: SCHEDULED_INDEX_ROWS, pack: true });
   } catch (error) {
     return { built: false, error: (error as Error).message };
   }

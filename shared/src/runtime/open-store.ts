@@ -26,6 +26,8 @@ export interface OpenStoreOptions {
   createIfMissing?: boolean;
   /** pglite / pgvector: postings read per query term by a keyword search (0: the exact scan). @default 1000 */
   keywordDepth?: number;
+  /** pglite / pgvector: read long postings lists from their packs (false: from the b-tree, to compare). @default true */
+  packedReads?: boolean;
 }
 
 /** Closes the client when the store cannot be opened (an open PGlite would keep the process alive). */
@@ -56,7 +58,10 @@ export async function openStore(options: OpenStoreOptions): Promise<VectorStore>
     ...(options.distance && { distance: options.distance }),
     ...(options.logger && { logger: options.logger }),
   };
-  const depth = options.keywordDepth === undefined ? {} : { keywordDepth: options.keywordDepth };
+  const depth = {
+    ...(options.keywordDepth !== undefined && { keywordDepth: options.keywordDepth }),
+    ...(options.packedReads !== undefined && { packedReads: options.packedReads }),
+  };
   switch (options.kind) {
     case 'pglite': {
       const client = await openPglite(

@@ -164,6 +164,12 @@ export interface BuildIndexOptions {
    * load; without it segments are merged only beyond four. @default false
    */
   merge?: boolean;
+  /**
+   * Pack the keyword index's long postings lists when they are not packed (pgvector: after the fold; a fold, a
+   * rebuild or a re-weighting empties them). At 1M chunks it took 71 s, so the builds of an ingestion leave it to
+   * the maintenance step (`ai4rag index`, the scheduled build). @default false
+   */
+  pack?: boolean;
 }
 
 /** What {@link VectorStore.refreshStatistics} did. */
@@ -191,6 +197,8 @@ export interface IndexBuildResult {
   segments?: number;
   /** Keyword-index postings this call moved from the fresh table into the folded one (pgvector; absent when none). */
   postingsFolded?: number;
+  /** Terms whose long postings lists this call packed (pgvector; absent when it did not pack). */
+  postingsPacked?: number;
   /**
    * The fresh postings table had outgrown the folded one, and the two traded names before the fold, which then moved
    * the formerly folded postings (`postingsFolded`) instead (pgvector; absent when not).

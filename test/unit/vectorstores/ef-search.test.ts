@@ -81,6 +81,7 @@ describe('hnsw.ef_search of a vector search', () => {
       freshFromRow: 100_000,
       foldMin: 2_000_000,
       swapMinBytes: 64 * 1024 * 1024,
+      packMinDf: 2000,
     });
     expect(
       resolveOptions({ client: recorder().client, embedder, keywordIndex: { swapMinBytes: 0 } })
@@ -94,6 +95,9 @@ describe('hnsw.ef_search of a vector search', () => {
           keywordIndex: { swapMinBytes: bad },
         }),
       ).toThrow(/keywordIndex\.swapMinBytes/);
+      expect(() =>
+        resolveOptions({ client: recorder().client, embedder, keywordIndex: { packMinDf: bad } }),
+      ).toThrow(/keywordIndex\.packMinDf/);
     }
   });
 });

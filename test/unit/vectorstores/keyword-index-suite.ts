@@ -859,6 +859,225 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       }
     });
 
+    it('a build packs the long folded lists: a read from the packs returns the b-tree’s bytes, searches the exact top 10; an addition to the folded postings empties them, a delete does not, and a build waits for a writer adding to them', async () => {
+      // Prepare: a large collection (fresh postings from the first row, folded from one posting), depth 5 (packs of
+      // at most 16 × 5 = 80 postings), terms of more than 10 postings packed
+      const name = fresh();
+      const n = keywordIndexNames(name);
+      const settings = { freshFromRow: 0, foldMin: 1, packMinDf: 10 };
+      const sent: string[] = [];
+      const store = await PgVectorStore.create({
+        client: recordingClient(getClient(), (text) => {
+          if (text.includes('int8send') && !text.includes('INSERT')) sent.push(text);
+        }),
+        embedder,
+        collectionName: name,
+        keywordDepth: 5,
+        keywordIndex: settings,
+      });
+      const exact = await open(name, 0);
+      const scalar = async (sql: string, params?: unknown[]) =>
+        Number((await getClient().query<{ n: number }>(sql, params)).rows[0]?.n);
+      const packs = () => scalar(`SELECT count(*)::int AS n FROM ${n.packed}`);
+      const terms = async () => [
+        ...new Set(QUERIES.flatMap((q) => [...termFrequencies(analyze(q)).keys()])),
+      ];
+      /** The deeper read of every query term at `depth`, from the packs and from the b-tree. */
+      const reads = async (depth: number) => {
+        const t = await terms();
+        const bytes = async (packed: boolean) =>
+          (
+            await getClient().query<{ folded: Uint8Array | null; fresh: Uint8Array | null }>(
+              keywordPostingsRead(n, packed),
+              [t, depth],
+            )
+          ).rows.map((r) => [
+            r.folded === null ? null : Buffer.from(r.folded).toString('hex'),
+            r.fresh === null ? null : Buffer.from(r.fresh).toString('hex'),
+          ]);
+        return { packed: await bytes(true), btree: await bytes(false) };
+      };
+      const sameAsExact = async () => {
+        for (const q of QUERIES) {
+          const want = (await exact.keywordSearch(q, { k: 10 })).map((h) => h.id);
+          expect(
+            (await store.keywordSearch(q, { k: 10 })).map((h) => h.id),
+            q,
+          ).toEqual(want);
+        }
+      };
+      try {
+        await store.addChunks(corpus(300, 30, 7));
+        await store.refreshStatistics();
+
+        // Act: a build of an ingestion (no packs), then a maintenance build (fold, then packs)
+        const ingestion = await store.buildIndex();
+        const packsAfterIngestion = await packs();
+        const built = await store.buildIndex({ pack: true });
+
+        // Assert: one pack per term of more than 10 postings, each the head of its list in the b-tree's order
+        const long = [...(await listLengths(name)).values()].filter((len) => len > 10).length;
+        expect(long).toBeGreaterThan(5);
+        expect(ingestion.postingsPacked).toBeUndefined();
+        expect(packsAfterIngestion).toBe(0);
+        expect(built.postingsPacked).toBe(long);
+        expect(await packs()).toBe(long);
+        for (const depth of [5, 80, 200]) {
+          const r = await reads(depth);
+          expect(r.packed, `depth ${depth}`).toEqual(r.btree);
+        }
+        expect(
+          await scalar(`SELECT count(*)::int AS n FROM ${n.packed} WHERE NOT whole AND n <> 80`),
+        ).toBe(0);
+        sent.length = 0;
+        await sameAsExact();
+        expect(sent.length).toBeGreaterThan(0);
+        expect(sent.every((text) => text.includes(n.packed))).toBe(true);
+
+        // Act: a document deleted (its postings leave the b-tree, not the packs)
+        await store.deleteDocument('doc3');
+
+        // Assert: the packs stay; searches still give the exact top 10 (the deleted rows are rescored away)
+        expect(await packs()).toBe(long);
+        await sameAsExact();
+
+        // Act: postings added to the folded table (a writer of a collection it counts as small)
+        const small = await PgVectorStore.create({
+          client: getClient(),
+          embedder,
+          collectionName: name,
+          keywordDepth: 5,
+          keywordIndex: { ...settings, freshFromRow: 1e9 },
+        });
+        await small.addChunks(corpus(20, 5, 8).map((c, i) => makeChunk('doc77', i, c.text)));
+        await small.close();
+
+        // Assert: no pack is left to miss them; the b-tree serves, exactly
+        expect(await packs()).toBe(0);
+        await sameAsExact();
+
+        // Act: the next build packs again
+        const again = await store.buildIndex({ pack: true });
+
+        // Assert: packs equal to the b-tree once more, and a build with packs in place leaves them
+        expect(again.postingsPacked).toBe(await packs());
+        expect(await packs()).toBeGreaterThan(0);
+        const r = await reads(80);
+        expect(r.packed).toEqual(r.btree);
+        expect((await store.buildIndex({ pack: true })).postingsPacked).toBeUndefined();
+        await sameAsExact();
+
+        if (getClient().dialect !== 'pglite') {
+          // Act: a writer adding to the folded postings holds its transaction open while a build packs
+          await getClient().query(`DELETE FROM ${n.packed}`);
+          const term = (await terms())[0] as number;
+          let release = () => {};
+          const gate = new Promise<void>((resolve) => {
+            release = resolve;
+          });
+          const writer = getClient().transaction(async (tx) => {
+            await tx.query(`INSERT INTO ${n.postings} (term, w, rid) VALUES ($1, 1e6, 1e12)`, [
+              term,
+            ]);
+            await gate;
+          });
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          const packing = store.buildIndex({ lockTimeoutMs: 30_000, pack: true });
+          let waiting = 0;
+          for (let i = 0; i < 100 && waiting === 0; i += 1) {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            waiting = await scalar(
+              `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                 AND ((classid::int8 << 32) | objid::int8) = hashtextextended($1, 0)`,
+              [n.packLock],
+            );
+          }
+          release();
+          await writer;
+          const raced = await packing;
+
+          // Assert: the build waited for the writer and packed its posting, at the head of its list
+          expect(waiting).toBe(1);
+          expect(raced.postingsPacked).toBeGreaterThan(0);
+          const head = await getClient().query<{ h: string }>(
+            `SELECT encode(substring(data FROM 1 FOR 12), 'hex') AS h FROM ${n.packed} WHERE term = $1`,
+            [term],
+          );
+          expect(head.rows[0]?.h).toBe(
+            Buffer.concat([
+              Buffer.from([0, 0, 0, 0xe8, 0xd4, 0xa5, 0x10, 0x00]),
+              Buffer.from([0x49, 0x74, 0x24, 0x00]),
+            ]).toString('hex'),
+          );
+          await getClient().query(`DELETE FROM ${n.postings} WHERE rid = 1e12`);
+        }
+      } finally {
+        await store.close();
+        await exact.close();
+        await dropPgCollection(getClient(), name);
+      }
+      const left = await getClient().query<{ t: string | null; f: string | null }>(
+        `SELECT to_regclass($1) AS t, to_regprocedure($2) AS f`,
+        [n.packed.slice(1, -1), `${n.packFn}()`],
+      );
+      expect(left.rows[0]).toEqual({ t: null, f: null });
+    });
+
+    it('a collection from before the packs opens for a reader as it is (every list from the b-tree) and gets them from its next index build', async () => {
+      // Prepare: a collection whose packs' table and trigger function are dropped, as before they existed
+      const name = fresh();
+      const n = keywordIndexNames(name);
+      const writer = await open(name);
+      const regclass = async () =>
+        (
+          await getClient().query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [
+            n.packed.slice(1, -1),
+          ])
+        ).rows[0]?.t ?? null;
+      try {
+        await writer.addChunks(corpus(80, 8, 4));
+        await writer.close();
+        await getClient().query(`DROP TABLE ${n.packed}`);
+        await getClient().query(`DROP FUNCTION ${n.packFn}() CASCADE`);
+
+        // Act: a reader (lists cut at 5 postings, so it reads deeper) searches; then a writer opens it
+        const reader = await PgVectorStore.create({
+          client: getClient(),
+          embedder,
+          collectionName: name,
+          keywordDepth: 5,
+          createIfMissing: false,
+        });
+        const got: string[][] = [];
+        let afterReader: string | null = 'not read';
+        try {
+          for (const q of QUERIES)
+            got.push((await reader.keywordSearch(q, { k: 10 })).map((h) => h.id));
+          afterReader = await regclass();
+          await reader.buildIndex({ pack: true });
+        } finally {
+          await reader.close();
+        }
+        const afterBuild = await regclass();
+        const exact = await open(name, 0);
+        const want: string[][] = [];
+        try {
+          for (const q of QUERIES)
+            want.push((await exact.keywordSearch(q, { k: 10 })).map((h) => h.id));
+        } finally {
+          await exact.close();
+        }
+
+        // Assert: the reader's searches ran no DDL and found the exact scan's top 10; its index build created the
+        // packs
+        expect(afterReader).toBeNull();
+        expect(got).toEqual(want);
+        expect(afterBuild).not.toBeNull();
+      } finally {
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
     it('repair rebuilds postings that were lost, and a dropped collection leaves no index behind', async () => {
       // Prepare: postings removed behind the store's back (as a manual DELETE would)
       const name = fresh();

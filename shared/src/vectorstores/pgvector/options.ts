@@ -12,6 +12,7 @@ import {
   DEFAULT_KEYWORD_DEPTH,
   FOLD_MIN_POSTINGS,
   FRESH_POSTINGS_FROM_ROW,
+  PACK_MIN_DF,
   SWAP_MIN_BYTES,
 } from './keyword-index.js';
 import { OPERATOR } from './search.js';
@@ -50,13 +51,25 @@ export interface PgVectorStoreOptions {
    */
   keywordDepth?: number;
   /**
+   * Whether a keyword search reads a long postings list's head from its pack (see `keywordIndex.packMinDf`) rather
+   * than from the b-tree; false only to compare the two. @default true
+   */
+  packedReads?: boolean;
+  /**
    * Where writers put new postings, and when an index build folds them (`keyword-index.ts`): once the collection's
    * row ids pass `freshFromRow` a writer adds them to the fresh postings table, and a build moves them into the
    * folded one when it holds at least `foldMin`. When the fresh table holds at least `swapMinBytes` and more than
    * the folded one (a bulk load without builds), the build trades the two tables' names first and moves the
-   * smaller one's postings. @default { freshFromRow: 100000, foldMin: 2000000, swapMinBytes: 67108864 }
+   * smaller one's postings. A build of a collection past `freshFromRow` also packs the head of each folded list of
+   * more than `packMinDf` postings into one value (`keywordPackBuild`), which a keyword search reads instead of
+   * the b-tree. @default { freshFromRow: 100000, foldMin: 2000000, swapMinBytes: 67108864, packMinDf: 2000 }
    */
-  keywordIndex?: { freshFromRow?: number; foldMin?: number; swapMinBytes?: number };
+  keywordIndex?: {
+    freshFromRow?: number;
+    foldMin?: number;
+    swapMinBytes?: number;
+    packMinDf?: number;
+  };
   /**
    * BM25 parameters. `reweightTolerance`: relative drift of the average document length tolerated before all
    * document weights are recomputed (default 0.1; 0 recomputes on any change).
@@ -86,6 +99,7 @@ export interface ResolvedOptions {
   hybridCandidates: number;
   efSearch: number;
   keywordDepth: number;
+  packedReads: boolean;
   keywordIndex: KeywordIndexSettings;
   bm25: Bm25Settings;
   logger: (message: string) => void;
@@ -130,6 +144,13 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
     Number.MAX_SAFE_INTEGER,
     true,
   );
+  checkNumber(
+    'keywordIndex.packMinDf',
+    options.keywordIndex?.packMinDf ?? PACK_MIN_DF,
+    0,
+    Number.MAX_SAFE_INTEGER,
+    true,
+  );
   checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
   checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
   checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
@@ -140,10 +161,12 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
     hybridCandidates: options.hybridCandidates ?? 100,
     efSearch: options.efSearch ?? DEFAULT_EF_SEARCH,
     keywordDepth: options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH,
+    packedReads: options.packedReads ?? true,
     keywordIndex: {
       freshFromRow: options.keywordIndex?.freshFromRow ?? FRESH_POSTINGS_FROM_ROW,
       foldMin: options.keywordIndex?.foldMin ?? FOLD_MIN_POSTINGS,
       swapMinBytes: options.keywordIndex?.swapMinBytes ?? SWAP_MIN_BYTES,
+      packMinDf: options.keywordIndex?.packMinDf ?? PACK_MIN_DF,
     },
     bm25: {
       k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,

@@ -46,17 +46,19 @@ import {
 } from './documents.js';
 import { checkIntegrity } from './integrity.js';
 import {
+  DEEPER_MAX,
   FOLD_ROW_WAIT_MS,
   foldMayBeDue,
   foldSamplePercent,
   keywordIndexFold,
   keywordIndexSwap,
+  keywordPackBuild,
   swapDue,
 } from './keyword-index.js';
 import { collectionTables } from './names.js';
 import { type PgVectorStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type OpenedCollection, openCollection } from './registry.js';
-import { collectionSizeBytes, dropPgCollection } from './schema.js';
+import { collectionSizeBytes, createPackSchema, dropPgCollection } from './schema.js';
 import {
   bm25Search,
   getChunksBySequence,
@@ -96,6 +98,11 @@ export class PgVectorStore implements VectorStore {
   private readonly efSearch: number;
   /** pgvector has iterative index scans (0.8+). */
   private readonly iterativeScan: boolean;
+  /** The packed postings exist (`keywordPackBuild`). */
+  private packed: boolean;
+  /** Keyword searches read long lists from their packs (`packedReads`, when they exist). */
+  private packedReads: boolean;
+  private readonly packedReadsWanted: boolean;
   private readonly ownsClient: boolean;
   private readonly ann: AnnState;
   /** What the modules are given: names, client, settings, `run` and `exclusive` (bound to this store). */
@@ -118,6 +125,9 @@ export class PgVectorStore implements VectorStore {
     this.keywordDepth = o.keywordDepth;
     this.efSearch = o.efSearch;
     this.iterativeScan = opened.iterativeScan;
+    this.packed = opened.packed;
+    this.packedReadsWanted = o.packedReads;
+    this.packedReads = opened.packed && o.packedReads;
     this.ownsClient = o.ownsClient;
     this.ann = opened.ann;
     this.ctx = {
@@ -310,6 +320,7 @@ export class PgVectorStore implements VectorStore {
       iterativeScan: this.iterativeScan,
       efSearch: this.efSearch,
       keywordDepth: this.keywordDepth,
+      packedPostings: this.packedReads,
     };
   }
 
@@ -332,9 +343,28 @@ export class PgVectorStore implements VectorStore {
       options.merge === true ? 1 : this.ctx.keywordIndex.foldMin,
       options.lockTimeoutMs ?? 5000,
     );
+    if (options.pack === true && !this.packed && !this.ctx.readOnly) {
+      // A collection from before the packs, opened as a reader opens it (the CLI's `index`): their schema now.
+      const serialize = this.ctx.pglite ? this.ctx.exclusive : <T>(fn: () => Promise<T>) => fn();
+      this.packed = await serialize(() =>
+        this.ctx.run('keyword index pack', () => createPackSchema(this.ctx.client, this.ctx.t)),
+      );
+      this.packedReads = this.packed && this.packedReadsWanted;
+      if (this.packed)
+        this.ctx.logger(`collection ${this.collectionName}: packed postings created`);
+    }
+    const packed =
+      options.pack === true && this.packed
+        ? await packPostings(
+            this.ctx,
+            DEEPER_MAX * this.keywordDepth,
+            options.lockTimeoutMs ?? 5000,
+          )
+        : undefined;
     const built = await buildIndex(this.ctx, this.ann, this.annMinRows, options);
     return {
       ...built,
+      ...(packed !== undefined ? { postingsPacked: packed } : {}),
       ...(folded.moved > 0 ? { postingsFolded: folded.moved } : {}),
       ...(folded.swapped ? { postingsSwapped: true } : {}),
     };
@@ -570,6 +600,57 @@ export async function foldFreshPostings(
           `collection ${ctx.collectionName}: keyword index fold skipped (a re-weighting held the collection, or a writer some fresh postings); the next build folds`,
         );
         return { moved: 0, swapped };
+      }
+    }),
+  );
+}
+
+/**
+ * Packs the head of each long folded list (`keywordPackBuild`: at most `max` postings of each term with more than
+ * `keywordIndex.packMinDf`) when the packs are empty (a build not run yet, or emptied since by postings added to the
+ * folded table: a fold, a swap, a rebuild) and the collection is past `keywordIndex.freshFromRow` (a smaller one's
+ * writers add to the folded table, which would empty the packs each time). One transaction, waiting at most
+ * `lockTimeoutMs` for the pack lock (else it packs nothing, and the next build tries again). Resolves to the terms
+ * packed, undefined when it did not pack.
+ * @throws {VectorStoreError} for a SQL failure other than the lock timeout.
+ */
+export async function packPostings(
+  ctx: StoreContext,
+  max: number,
+  lockTimeoutMs: number,
+): Promise<number | undefined> {
+  if (max <= 0) return undefined;
+  const pk = keywordPackBuild(ctx.t.kw, ctx.t.dfTable);
+  const serialize = ctx.pglite ? ctx.exclusive : <T>(fn: () => Promise<T>) => fn();
+  return serialize(() =>
+    ctx.run('keyword index pack', async () => {
+      const due = await ctx.client.query<{ pack_due: boolean }>(
+        `SELECT NOT EXISTS (SELECT 1 FROM ${ctx.t.kw.packed})
+           AND COALESCE((SELECT max(rid) FROM ${ctx.t.table}), 0) > $1 AS pack_due`,
+        [ctx.keywordIndex.freshFromRow],
+      );
+      if (due.rows[0]?.pack_due !== true) return undefined;
+      const started = performance.now();
+      try {
+        const terms = await ctx.client.transaction(async (tx) => {
+          if (!ctx.pglite) await tx.query(`SET LOCAL lock_timeout = ${Math.round(lockTimeoutMs)}`);
+          await tx.query(pk.lock, [ctx.t.kw.packLock]);
+          await tx.query(pk.clear);
+          return (
+            (await tx.query<{ terms: number }>(pk.fill, [max, ctx.keywordIndex.packMinDf])).rows[0]
+              ?.terms ?? 0
+          );
+        });
+        ctx.logger(
+          `collection ${ctx.collectionName}: keyword index: ${terms} long lists packed in ${((performance.now() - started) / 1000).toFixed(2)} s`,
+        );
+        return terms;
+      } catch (error: unknown) {
+        if (sqlState(error) !== '55P03') throw error;
+        ctx.logger(
+          `collection ${ctx.collectionName}: keyword index pack skipped (a writer adding to the folded postings held it); the next build packs`,
+        );
+        return undefined;
       }
     }),
   );

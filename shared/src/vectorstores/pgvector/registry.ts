@@ -15,6 +15,7 @@ import {
   createCollectionTables,
   createRegistry,
   missingSchema,
+  packSchema,
   REGISTRY_TABLE,
   SCHEMA_LOCK_TIMEOUT_MS,
   writerOnlySchema,
@@ -80,6 +81,8 @@ export interface OpenedCollection {
   ann: AnnState;
   pglite: boolean;
   useCopy: boolean;
+  /** The packed postings exist (a reader of a collection not yet migrated reads every list from the b-tree). */
+  packed: boolean;
 }
 
 /**
@@ -179,7 +182,9 @@ export async function openCollection(o: OpenCollectionOptions): Promise<OpenedCo
   if (c.copyFrom !== undefined) {
     useCopy = c.dialect === 'pglite' || !String(serverVersion.rows[0]?.v).includes('PGlite');
   }
-  return { reg, iterativeScan, readOnly, ann, pglite, useCopy };
+  // A writer migrated whatever was missing above; a reader opened what it found.
+  const packed = o.createIfMissing || !missing.some((m) => packSchema(m, o.t));
+  return { reg, iterativeScan, readOnly, ann, pglite, useCopy, packed };
 }
 
 /** Whether this session may write the collection (a read-only role may not: it then never folds statistics). */

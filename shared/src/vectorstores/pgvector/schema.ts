@@ -12,6 +12,8 @@ import {
   keywordIndexBackfill,
   keywordIndexDdl,
   keywordIndexDrop,
+  keywordPackDdl,
+  PACK_MARK,
 } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
 
@@ -214,6 +216,7 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
     [t.table.slice(1, -1), 'rid'],
     [t.kw.postings.slice(1, -1), 'rid'],
     [t.kw.fresh.slice(1, -1), 'rid'],
+    [t.kw.packed.slice(1, -1), 'data'],
   ];
   const indexes = [
     t.sequenceIndex.slice(1, -1),
@@ -228,6 +231,8 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
      UNION ALL SELECT i FROM unnest($3::text[]) AS i WHERE to_regclass(quote_ident(i)) IS NULL
      UNION ALL SELECT $4 || ' (the version marked ' || m || ')' FROM unnest($5::text[]) AS m
        WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = to_regprocedure($4) AND strpos(p.prosrc, m) > 0)
+     UNION ALL SELECT $9 || ' (the version marked ' || $10 || ')'
+       WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = to_regprocedure($9) AND strpos(p.prosrc, $10) > 0)
      UNION ALL SELECT $6 WHERE EXISTS (SELECT 1 FROM pg_attribute a
        WHERE a.attrelid = to_regclass(quote_ident($7)) AND a.attname = ANY($8::text[]) AND NOT a.attisdropped
          AND a.attstorage <> 'm')`,
@@ -240,6 +245,8 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
       inlineEmbeddingsMark(t),
       t.table.slice(1, -1),
       INLINE_COLUMNS,
+      `${t.kw.packFn}()`,
+      PACK_MARK,
     ],
   );
   return res.rows.map((r) => r.missing);
@@ -249,21 +256,58 @@ export async function missingSchema(client: SqlClient, t: CollectionTables): Pro
  * Whether a {@link missingSchema} entry leaves the collection correct to open without a migration, so a reader opens
  * it as it is and the next writer migrates it: a keyword-index trigger function that stands aside for the client's
  * writes ({@link BULK_SETTING}) but deletes postings by the older plan (every posting stays exact, only slower to
- * delete), and vectors kept out of the rows (slower to scan, the same results). A trigger function older still
+ * delete), vectors kept out of the rows (slower to scan, the same results), and no packed postings
+ * ({@link packSchema}). A trigger function older still
  * would write postings twice: that one is migrated before anything opens the collection.
  */
 export function writerOnlySchema(entry: string, t: CollectionTables): boolean {
   return (
     entry === t.versionIndex.slice(1, -1) ||
     entry === `${t.kw.fn}() (the version marked ${DELETE_PLAN_MARK})` ||
-    entry === inlineEmbeddingsMark(t)
+    entry === inlineEmbeddingsMark(t) ||
+    packSchema(entry, t)
   );
 }
 
 /**
+ * Whether a {@link missingSchema} entry is the packed postings' (their table, or their trigger function's current
+ * version): without them a search reads every list from the b-tree (the same results, slower), so a reader opens
+ * the collection without packs.
+ */
+export function packSchema(entry: string, t: CollectionTables): boolean {
+  return (
+    entry === `${t.kw.packed.slice(1, -1)}.data` ||
+    entry === `${t.kw.packFn}() (the version marked ${PACK_MARK})`
+  );
+}
+
+/**
+ * Creates the packed postings' table and trigger function ({@link packSchema}) of a collection opened without them,
+ * in a transaction holding the schema advisory lock, which gives up after {@link SCHEMA_LOCK_TIMEOUT_MS} (the
+ * triggers it adds on the postings tables wait for their writers). An index build runs it: a reader opens such a
+ * collection as it is. Resolves to whether it did.
+ * @throws for a SQL failure other than the lock timeout.
+ */
+export async function createPackSchema(client: SqlClient, t: CollectionTables): Promise<boolean> {
+  try {
+    await client.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = ${SCHEMA_LOCK_TIMEOUT_MS}`);
+      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        `${REGISTRY_TABLE}:schema`,
+      ]);
+      for (const sql of keywordPackDdl(t.kw)) await tx.query(sql);
+    });
+    return true;
+  } catch (error: unknown) {
+    if ((error as { code?: unknown }).code === '55P03') return false;
+    throw error;
+  }
+}
+
+/**
  * Bytes the collection's tables take on disk, each with its indexes (the HNSW segments among them) and TOAST
- * (`pg_total_relation_size`): the chunks, BM25 statistics and log, document records, write ledger, and both
- * postings tables. A table not (yet) created counts 0.
+ * (`pg_total_relation_size`): the chunks, BM25 statistics and log, document records, write ledger, both postings
+ * tables and the packed postings. A table not (yet) created counts 0.
  */
 export async function collectionSizeBytes(client: SqlClient, t: CollectionTables): Promise<number> {
   const tables = [
@@ -274,6 +318,7 @@ export async function collectionSizeBytes(client: SqlClient, t: CollectionTables
     t.writesTable,
     t.kw.postings,
     t.kw.fresh,
+    t.kw.packed,
   ];
   const res = await client.query<{ bytes: string | number }>(
     `SELECT COALESCE(sum(pg_total_relation_size(to_regclass(n))), 0)::int8 AS bytes FROM unnest($1::text[]) AS n`,

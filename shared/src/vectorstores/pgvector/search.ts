@@ -72,6 +72,8 @@ export interface SearchContext {
   efSearch: number;
   /** Postings read per query term (0: exact scan). */
   keywordDepth: number;
+  /** The deeper keyword read takes long lists' heads from the packed postings (`keywordPackBuild`). */
+  packedPostings?: boolean;
 }
 
 /**
@@ -310,7 +312,7 @@ async function deeperInClient(
   projection: Projection,
 ): Promise<{ rows: ScoredRow[]; complete: boolean }> {
   const read = await c.client.query<{ folded: Uint8Array | null; fresh: Uint8Array | null }>(
-    keywordPostingsRead(c.t.kw),
+    keywordPostingsRead(c.t.kw, c.packedPostings === true),
     [terms, depth],
   );
   const picked = mergeCandidates(

@@ -28,6 +28,8 @@ export interface KeywordIndexSettings {
    * folded one (`keywordIndexSwap`).
    */
   swapMinBytes: number;
+  /** A build packs the folded lists of terms with more postings than this (`keywordPackBuild`). */
+  packMinDf: number;
 }
 
 /** A store's context: fixed once the collection is open. */

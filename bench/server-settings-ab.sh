@@ -4,16 +4,18 @@
 #   rds      what RDS's default parameter group sets on an instance class above medium: shared_buffers a quarter of
 #            the memory, effective_cache_size half of it, huge pages on (reserved here through vm.nr_hugepages).
 #
-#   bench/server-settings-ab.sh COLLECTION [ORDER] [QUERIES]      e.g. bench/server-settings-ab.sh ai4rag_m1 "rds default rds default"
+#   bench/server-settings-ab.sh COLLECTION [ORDER] [QUERIES] [PROBE FLAGS…]
+#   e.g. bench/server-settings-ab.sh ai4rag_m1 "rds default rds default" 60 --packs
 #
 # Needs root and the server ../shared/tools/pg-with-pgvector started (its PGVECTOR_* lines in the environment,
 # PGVECTOR_DATADIR among them): the server is restarted for each configuration, and left with PostgreSQL's defaults
 # (huge pages released) at the end. Each configuration gets one unmeasured `--probe` (its buffers warmed as a
 # serving database's would be), then the measured one, which prints the server's settings with its figures.
 set -euo pipefail
-COLLECTION=${1:?usage: bench/server-settings-ab.sh COLLECTION [ORDER] [QUERIES]}
+COLLECTION=${1:?usage: bench/server-settings-ab.sh COLLECTION [ORDER] [QUERIES] [PROBE FLAGS…]}
 ORDER=${2:-rds default rds default}
 QUERIES=${3:-60}
+shift $(( $# < 3 ? $# : 3 ))
 : "${PGVECTOR_DATADIR:?set PGVECTOR_DATADIR (printed by ../shared/tools/pg-with-pgvector)}"
 : "${PGVECTOR_PORT:?set PGVECTOR_PORT}"
 [ "$(id -u)" = 0 ] || { echo "server-settings-ab: needs root (it restarts the server and reserves huge pages)" >&2; exit 2; }
@@ -39,6 +41,6 @@ for cfg in $ORDER; do
     *) echo "server-settings-ab: a configuration is rds or default, got \"$cfg\"" >&2; exit 2 ;;
   esac
   echo "== $cfg ($(date +%T))"
-  npm run -s bench -- --probe "$COLLECTION" --queries "$QUERIES" > /dev/null
-  npm run -s bench -- --probe "$COLLECTION" --queries "$QUERIES" | tail -n +2
+  npm run -s bench -- --probe "$COLLECTION" --queries "$QUERIES" "$@" > /dev/null
+  npm run -s bench -- --probe "$COLLECTION" --queries "$QUERIES" "$@" | tail -n +2
 done

@@ -82,6 +82,7 @@ describe('hnsw.ef_search of a vector search', () => {
       foldMin: 2_000_000,
       swapMinBytes: 64 * 1024 * 1024,
       packMinDf: 2000,
+      packMaxPostings: 40_000_000,
     });
     expect(
       resolveOptions({ client: recorder().client, embedder, keywordIndex: { swapMinBytes: 0 } })
@@ -98,6 +99,13 @@ describe('hnsw.ef_search of a vector search', () => {
       expect(() =>
         resolveOptions({ client: recorder().client, embedder, keywordIndex: { packMinDf: bad } }),
       ).toThrow(/keywordIndex\.packMinDf/);
+      expect(() =>
+        resolveOptions({
+          client: recorder().client,
+          embedder,
+          keywordIndex: { packMaxPostings: bad },
+        }),
+      ).toThrow(/keywordIndex\.packMaxPostings/);
     }
   });
 });

@@ -1023,6 +1023,45 @@ export function runKeywordIndexSuite(label: string, getClient: () => SqlClient):
       expect(left.rows[0]).toEqual({ t: null, f: null });
     });
 
+    it('a pack build takes the longest lists first, within its budget of postings', async () => {
+      // Prepare: packs of at most 16 × 5 = 80 postings, 200 postings a build: the two longest lists fit, not three
+      const name = fresh();
+      const n = keywordIndexNames(name);
+      const store = await PgVectorStore.create({
+        client: getClient(),
+        embedder,
+        collectionName: name,
+        keywordDepth: 5,
+        keywordIndex: { freshFromRow: 0, foldMin: 1, packMinDf: 10, packMaxPostings: 200 },
+      });
+      try {
+        await store.addChunks(corpus(300, 30, 7));
+        await store.refreshStatistics();
+
+        // Act
+        const built = await store.buildIndex({ pack: true });
+
+        // Assert: the two terms of most postings (all over 80), each packed to 80
+        const longest = [...(await listLengths(name)).entries()]
+          .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+          .slice(0, 3);
+        expect(longest.every(([, len]) => len > 80)).toBe(true);
+        const packed = await getClient().query<{ term: number; n: number }>(
+          `SELECT term, n FROM ${n.packed} ORDER BY term`,
+        );
+        expect(built.postingsPacked).toBe(2);
+        expect(packed.rows).toEqual(
+          longest
+            .slice(0, 2)
+            .map(([term]) => ({ term, n: 80 }))
+            .sort((a, b) => a.term - b.term),
+        );
+      } finally {
+        await store.close();
+        await dropPgCollection(getClient(), name);
+      }
+    });
+
     it('a collection from before the packs opens for a reader as it is (every list from the b-tree) and gets them from its next index build', async () => {
       // Prepare: a collection whose packs' table and trigger function are dropped, as before they existed
       const name = fresh();

@@ -263,12 +263,20 @@ export const PACK_MARK = 'packs emptied by additions to the folded postings';
 export const PACK_MIN_DF = 2 * DEFAULT_KEYWORD_DEPTH;
 
 /**
+ * Postings one pack build takes in all (each term counted as its document frequency, at most a pack's length), the
+ * longest lists first: a build's time then stays bounded whatever the collection's size. At 1M chunks every list
+ * over {@link PACK_MIN_DF} fitted (37.6M postings, 71 s).
+ */
+export const PACK_MAX_POSTINGS = 40_000_000;
+
+/**
  * Building the packed postings, one transaction: `lock` takes the pack lock (`$1` {@link KeywordIndexNames.packLock}),
  * which waits for every transaction that added folded postings to end and holds the next ones off until the build
- * commits; `clear` empties the table; `fill` packs, for each term of document frequency over `$2`, the head of its
+ * commits; `clear` empties the table; `fill` packs, for the terms of document frequency over `$2`, the head of its
  * folded list, at most `$1` postings in the order a read takes them (weight descending, then row id), 12 bytes each
  * as {@link keywordPostingsRead} returns them, with its length and whether it is the whole list. Resolves through
- * `fill`'s one row to the terms packed.
+ * `fill`'s one row to the terms packed. The terms are taken longest list first while their lengths (document
+ * frequency, at most `$1`) add up to at most `$3` ({@link PACK_MAX_POSTINGS}).
  *
  * Reading a long list's head from the b-tree costs an index entry and a `string_agg` step per posting: at 1M chunks
  * a hybrid search's deeper read took 7.5–8.4 ms for about 24,500 postings, and 2.9–3.4 ms from packs (README,
@@ -282,10 +290,12 @@ export function keywordPackBuild(
     lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
     clear: `DELETE FROM ${n.packed}`,
     fill: `WITH ins AS (INSERT INTO ${n.packed} (term, n, whole, data)
-        SELECT d.term, x.n, x.n < $1, x.data FROM ${dfTable} d CROSS JOIN LATERAL (
+        SELECT d.term, x.n, x.n < $1, x.data FROM (
+          SELECT term FROM (SELECT term, sum(least(df, $1)) OVER (ORDER BY df DESC, term) AS upto
+            FROM ${dfTable} WHERE df > $2) c WHERE upto <= $3) d CROSS JOIN LATERAL (
           SELECT count(*)::int4 AS n, string_agg(int8send(y.rid) || float4send(y.w), ''::bytea) AS data
           FROM (SELECT rid, w FROM ${n.postings} WHERE ${n.postings}.term = d.term ORDER BY w DESC, rid LIMIT $1) y) x
-        WHERE d.df > $2 AND x.n > 0
+        WHERE x.n > 0
         RETURNING 1)
       SELECT count(*)::int AS terms FROM ins`,
   };

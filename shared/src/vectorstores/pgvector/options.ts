@@ -12,6 +12,7 @@ import {
   DEFAULT_KEYWORD_DEPTH,
   FOLD_MIN_POSTINGS,
   FRESH_POSTINGS_FROM_ROW,
+  PACK_MAX_POSTINGS,
   PACK_MIN_DF,
   SWAP_MIN_BYTES,
 } from './keyword-index.js';
@@ -62,13 +63,15 @@ export interface PgVectorStoreOptions {
    * the folded one (a bulk load without builds), the build trades the two tables' names first and moves the
    * smaller one's postings. A build of a collection past `freshFromRow` also packs the head of each folded list of
    * more than `packMinDf` postings into one value (`keywordPackBuild`), which a keyword search reads instead of
-   * the b-tree. @default { freshFromRow: 100000, foldMin: 2000000, swapMinBytes: 67108864, packMinDf: 2000 }
+   * the b-tree, the longest lists first, `packMaxPostings` postings in all.
+   * @default { freshFromRow: 100000, foldMin: 2000000, swapMinBytes: 67108864, packMinDf: 2000, packMaxPostings: 40000000 }
    */
   keywordIndex?: {
     freshFromRow?: number;
     foldMin?: number;
     swapMinBytes?: number;
     packMinDf?: number;
+    packMaxPostings?: number;
   };
   /**
    * BM25 parameters. `reweightTolerance`: relative drift of the average document length tolerated before all
@@ -151,6 +154,13 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
     Number.MAX_SAFE_INTEGER,
     true,
   );
+  checkNumber(
+    'keywordIndex.packMaxPostings',
+    options.keywordIndex?.packMaxPostings ?? PACK_MAX_POSTINGS,
+    0,
+    Number.MAX_SAFE_INTEGER,
+    true,
+  );
   checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
   checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
   checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
@@ -167,6 +177,7 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
       foldMin: options.keywordIndex?.foldMin ?? FOLD_MIN_POSTINGS,
       swapMinBytes: options.keywordIndex?.swapMinBytes ?? SWAP_MIN_BYTES,
       packMinDf: options.keywordIndex?.packMinDf ?? PACK_MIN_DF,
+      packMaxPostings: options.keywordIndex?.packMaxPostings ?? PACK_MAX_POSTINGS,
     },
     bm25: {
       k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,

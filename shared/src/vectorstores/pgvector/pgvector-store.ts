@@ -607,7 +607,7 @@ export async function foldFreshPostings(
 
 /**
  * Packs the head of each long folded list (`keywordPackBuild`: at most `max` postings of each term with more than
- * `keywordIndex.packMinDf`) when the packs are empty (a build not run yet, or emptied since by postings added to the
+ * `keywordIndex.packMinDf`, the longest first, `keywordIndex.packMaxPostings` in all) when the packs are empty (a build not run yet, or emptied since by postings added to the
  * folded table: a fold, a swap, a rebuild) and the collection is past `keywordIndex.freshFromRow` (a smaller one's
  * writers add to the folded table, which would empty the packs each time). One transaction, waiting at most
  * `lockTimeoutMs` for the pack lock (else it packs nothing, and the next build tries again). Resolves to the terms
@@ -637,8 +637,13 @@ export async function packPostings(
           await tx.query(pk.lock, [ctx.t.kw.packLock]);
           await tx.query(pk.clear);
           return (
-            (await tx.query<{ terms: number }>(pk.fill, [max, ctx.keywordIndex.packMinDf])).rows[0]
-              ?.terms ?? 0
+            (
+              await tx.query<{ terms: number }>(pk.fill, [
+                max,
+                ctx.keywordIndex.packMinDf,
+                ctx.keywordIndex.packMaxPostings,
+              ])
+            ).rows[0]?.terms ?? 0
           );
         });
         ctx.logger(

@@ -30,6 +30,8 @@ export interface KeywordIndexSettings {
   swapMinBytes: number;
   /** A build packs the folded lists of terms with more postings than this (`keywordPackBuild`). */
   packMinDf: number;
+  /** Postings one pack build takes in all, the longest lists first. */
+  packMaxPostings: number;
 }
 
 /** A store's context: fixed once the collection is open. */

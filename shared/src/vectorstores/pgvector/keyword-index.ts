@@ -229,8 +229,8 @@ export function keywordIndexDdl(n: KeywordIndexNames): string[] {
  * empties it, under the pack lock shared, when postings are added to the table that is the folded one at the time
  * (`TG_TABLE_NAME`: the swap trades the tables' names, and their triggers go with them). A pack is then never
  * missing a posting of the folded table: a build either sees an addition (it committed before the build took the
- * lock) or is emptied by it. Deleted postings stay in a pack until the next build; a search rescores its candidates
- * from the chunk table, where they are gone (see {@link keywordPostingsRead}).
+ * lock) or is emptied by it. Deleted postings stay in a pack until a fold empties the packs and a build packs them
+ * again; a search rescores its candidates from the chunk table, where they are gone (see {@link keywordPostingsRead}).
  */
 export function keywordPackDdl(n: KeywordIndexNames): string[] {
   return [

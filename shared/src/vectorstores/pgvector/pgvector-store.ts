@@ -607,9 +607,10 @@ export async function foldFreshPostings(
 
 /**
  * Packs the head of each long folded list (`keywordPackBuild`: at most `max` postings of each term with more than
- * `keywordIndex.packMinDf`, the longest first, `keywordIndex.packMaxPostings` in all) when the packs are empty (a build not run yet, or emptied since by postings added to the
- * folded table: a fold, a swap, a rebuild) and the collection is past `keywordIndex.freshFromRow` (a smaller one's
- * writers add to the folded table, which would empty the packs each time). One transaction, waiting at most
+ * `keywordIndex.packMinDf`, the longest first, `keywordIndex.packMaxPostings` in all) when the packs are empty (a
+ * build not run yet, or emptied since by postings added to the folded table: a fold, a swap, a rebuild) and the
+ * collection is past `keywordIndex.freshFromRow` (a smaller one's writers add to the folded table, which would empty
+ * the packs each time). One transaction, waiting at most
  * `lockTimeoutMs` for the pack lock (else it packs nothing, and the next build tries again). Resolves to the terms
  * packed, undefined when it did not pack.
  * @throws {VectorStoreError} for a SQL failure other than the lock timeout.

@@ -88,24 +88,23 @@ describe('hnsw.ef_search of a vector search', () => {
       resolveOptions({ client: recorder().client, embedder, keywordIndex: { swapMinBytes: 0 } })
         .keywordIndex.swapMinBytes,
     ).toBe(0);
-    for (const bad of [-1, 2.5, Number.NaN]) {
-      expect(() =>
-        resolveOptions({
-          client: recorder().client,
-          embedder,
-          keywordIndex: { swapMinBytes: bad },
-        }),
-      ).toThrow(/keywordIndex\.swapMinBytes/);
-      expect(() =>
-        resolveOptions({ client: recorder().client, embedder, keywordIndex: { packMinDf: bad } }),
-      ).toThrow(/keywordIndex\.packMinDf/);
-      expect(() =>
-        resolveOptions({
-          client: recorder().client,
-          embedder,
-          keywordIndex: { packMaxPostings: bad },
-        }),
-      ).toThrow(/keywordIndex\.packMaxPostings/);
+    const keys = ['freshFromRow', 'foldMin', 'swapMinBytes', 'packMinDf', 'packMaxPostings'];
+    for (const key of keys) {
+      for (const bad of [-1, 2.5, Number.NaN]) {
+        expect(() =>
+          resolveOptions({ client: recorder().client, embedder, keywordIndex: { [key]: bad } }),
+        ).toThrow(new RegExp(`keywordIndex\\.${key}`));
+      }
     }
+    expect(() =>
+      resolveOptions({ client: recorder().client, embedder, keywordIndex: { foldMin: 0 } }),
+    ).toThrow(/keywordIndex\.foldMin/);
+    expect(() =>
+      resolveOptions({
+        client: recorder().client,
+        embedder,
+        packedReads: 'false' as unknown as boolean,
+      }),
+    ).toThrow(/packedReads must be true or false, got "false"/);
   });
 });

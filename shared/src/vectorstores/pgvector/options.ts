@@ -115,6 +115,15 @@ export interface ResolvedOptions {
  * @throws {CollectionNameError} for a name failing the `ai4rag` guard.
  * @throws {VectorStoreConfigError} for a bad option.
  */
+/** The keyword index's settings when not given (`keyword-index.ts`). */
+const KEYWORD_INDEX_DEFAULTS: Readonly<KeywordIndexSettings> = {
+  freshFromRow: FRESH_POSTINGS_FROM_ROW,
+  foldMin: FOLD_MIN_POSTINGS,
+  swapMinBytes: SWAP_MIN_BYTES,
+  packMinDf: PACK_MIN_DF,
+  packMaxPostings: PACK_MAX_POSTINGS,
+};
+
 export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
   const name = resolveCollectionName(options.collectionName);
   const distance = options.distance ?? 'cosine';
@@ -126,41 +135,23 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
   checkNumber('hybridCandidates', options.hybridCandidates ?? 100, 1, 10_000, true);
   checkNumber('efSearch', options.efSearch ?? DEFAULT_EF_SEARCH, 1, 1000, true);
   checkNumber('keywordDepth', options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH, 0, 1_000_000, true);
-  checkNumber(
-    'keywordIndex.freshFromRow',
-    options.keywordIndex?.freshFromRow ?? FRESH_POSTINGS_FROM_ROW,
-    0,
-    Number.MAX_SAFE_INTEGER,
-    true,
-  );
-  checkNumber(
-    'keywordIndex.foldMin',
-    options.keywordIndex?.foldMin ?? FOLD_MIN_POSTINGS,
-    1,
-    Number.MAX_SAFE_INTEGER,
-    true,
-  );
-  checkNumber(
-    'keywordIndex.swapMinBytes',
-    options.keywordIndex?.swapMinBytes ?? SWAP_MIN_BYTES,
-    0,
-    Number.MAX_SAFE_INTEGER,
-    true,
-  );
-  checkNumber(
-    'keywordIndex.packMinDf',
-    options.keywordIndex?.packMinDf ?? PACK_MIN_DF,
-    0,
-    Number.MAX_SAFE_INTEGER,
-    true,
-  );
-  checkNumber(
-    'keywordIndex.packMaxPostings',
-    options.keywordIndex?.packMaxPostings ?? PACK_MAX_POSTINGS,
-    0,
-    Number.MAX_SAFE_INTEGER,
-    true,
-  );
+  const keywordIndex = { ...KEYWORD_INDEX_DEFAULTS };
+  for (const key of Object.keys(keywordIndex) as (keyof KeywordIndexSettings)[]) {
+    keywordIndex[key] = options.keywordIndex?.[key] ?? KEYWORD_INDEX_DEFAULTS[key];
+    // foldMin 0 would fold (nothing) at every build.
+    checkNumber(
+      `keywordIndex.${key}`,
+      keywordIndex[key],
+      key === 'foldMin' ? 1 : 0,
+      Number.MAX_SAFE_INTEGER,
+      true,
+    );
+  }
+  if (options.packedReads !== undefined && typeof options.packedReads !== 'boolean') {
+    throw new VectorStoreConfigError(
+      `packedReads must be true or false, got ${JSON.stringify(options.packedReads)}`,
+    );
+  }
   checkNumber('bm25.k1', options.bm25?.k1 ?? DEFAULT_BM25_K1, 0, 100, false);
   checkNumber('bm25.b', options.bm25?.b ?? DEFAULT_BM25_B, 0, 1, false);
   checkNumber('bm25.reweightTolerance', options.bm25?.reweightTolerance ?? 0.1, 0, 10, false);
@@ -172,13 +163,7 @@ export function resolveOptions(options: PgVectorStoreOptions): ResolvedOptions {
     efSearch: options.efSearch ?? DEFAULT_EF_SEARCH,
     keywordDepth: options.keywordDepth ?? DEFAULT_KEYWORD_DEPTH,
     packedReads: options.packedReads ?? true,
-    keywordIndex: {
-      freshFromRow: options.keywordIndex?.freshFromRow ?? FRESH_POSTINGS_FROM_ROW,
-      foldMin: options.keywordIndex?.foldMin ?? FOLD_MIN_POSTINGS,
-      swapMinBytes: options.keywordIndex?.swapMinBytes ?? SWAP_MIN_BYTES,
-      packMinDf: options.keywordIndex?.packMinDf ?? PACK_MIN_DF,
-      packMaxPostings: options.keywordIndex?.packMaxPostings ?? PACK_MAX_POSTINGS,
-    },
+    keywordIndex,
     bm25: {
       k1: options.bm25?.k1 ?? DEFAULT_BM25_K1,
       b: options.bm25?.b ?? DEFAULT_BM25_B,

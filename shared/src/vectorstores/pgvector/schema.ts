@@ -16,6 +16,7 @@ import {
   PACK_MARK,
 } from './keyword-index.js';
 import { type CollectionTables, collectionTables } from './names.js';
+import { sqlState } from './store-context.js';
 
 /** The shared registry of collections (one row per collection). */
 export const REGISTRY_TABLE = 'ai4rag_collections';
@@ -299,7 +300,7 @@ export async function createPackSchema(client: SqlClient, t: CollectionTables): 
     });
     return true;
   } catch (error: unknown) {
-    if ((error as { code?: unknown }).code === '55P03') return false;
+    if (sqlState(error) === '55P03') return false;
     throw error;
   }
 }

@@ -171,11 +171,16 @@ describe('segment policy (pure)', () => {
     // A pair out of order behind the newest one (a carry an earlier budget left) is taken up
     expect(planMerges([200, 200, 100, 150, 50], Number.POSITIVE_INFINITY)).toEqual([2, 1, 0]);
     expect(planMerges([200, 200, 100, 150, 50], 300)).toEqual([2]);
-    // Seven segments that carry nothing: the adjacent pair with the fewest rows (positions 5 and 6)
-    expect(planMerges([900, 700, 500, 300, 200, 100, 50], Number.POSITIVE_INFINITY)).toEqual([5]);
+    // Seven segments that carry nothing: the adjacent pair with the fewest rows, until four are left (100 + 50,
+    // then 200 + 150, then 300 + 350); a merge over the budget ends it
+    expect(planMerges([900, 700, 500, 300, 200, 100, 50], Number.POSITIVE_INFINITY)).toEqual([
+      5, 4, 3,
+    ]);
+    expect(planMerges([900, 700, 500, 300, 200, 100, 50], 500)).toEqual([5, 4]);
+    expect(planMerges([900, 700, 500, 300], Number.POSITIVE_INFINITY)).toEqual([]);
     expect(cheapestPair([900, 100, 110, 500])).toBe(1);
     expect(cheapestPair([100, 100, 100])).toBe(0);
-    expect(MAX_SEGMENTS).toBe(6);
+    expect(MAX_SEGMENTS).toBe(4);
   });
 
   it('keeps the segments few and the exact scan bounded as a collection grows to 1M chunks by 20,000 a build', () => {
@@ -203,9 +208,9 @@ describe('segment policy (pure)', () => {
     }
     // Golden values of this policy (the former one: 4 segments, up to 40,000 rows scanned exactly, 4.08 builds a row)
     expect(segments).toEqual([640_000, 320_000, 40_000]);
-    expect(mostSegments).toBe(5);
+    expect(mostSegments).toBe(4);
     expect(largestTail).toBe(0);
-    expect(rebuilt / 1_000_000).toBeCloseTo(5.52, 2);
+    expect(rebuilt / 1_000_000).toBeCloseTo(5.56, 2);
   });
 
   it('names a segment by its bounds in base 36 and reads back only names it wrote', () => {
@@ -415,22 +420,21 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     const store = await open(name);
     const all: AI4RAGChunk[] = [];
     try {
-      // Act: each segment under 1/1.25 of the one before (no carry), seven of them
-      const results = await growWithBuilds(store, all, [640, 320, 160, 80, 40, 20, 10]);
+      // Act: each segment under 1/1.25 of the one before (no carry), five of them
+      const results = await growWithBuilds(store, all, [640, 320, 160, 80, 40]);
       // Assess
       const indexes = await hnswIndexes(backend.client(), name);
       const top = await maxRid(backend.client(), name);
-      expect(results.map((r) => r.segments)).toEqual([1, 2, 3, 4, 5, 6, MAX_SEGMENTS]);
-      // The seventh build indexed its 10 rows and merged the pair 20 + 10
-      expect(results[6]?.indexed).toBe(40);
+      expect(results.map((r) => r.segments)).toEqual([1, 2, 3, 4, MAX_SEGMENTS]);
+      // The fifth build indexed its 40 rows and merged the pair 80 + 40
+      expect(results[4]?.indexed).toBe(160);
       expect(indexes.map((i) => [i.lo, i.hi])).toEqual([
         [0, 640],
         [640, 960],
         [960, 1120],
-        [1120, 1200],
-        [1200, 1240],
-        [1240, top],
+        [1120, top],
       ]);
+      expect(top).toBe(1240);
       await expectFindable(store, all, backend.client());
     } finally {
       await store.close();

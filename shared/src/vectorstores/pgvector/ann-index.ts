@@ -269,8 +269,13 @@ export const SEGMENT_TAIL_MAX = 20_000;
  * times. The ratio is not 1 because the catalogue's row counts drift with deletes and vacuum.
  */
 export const CARRY_RATIO = 1.25;
-/** Most segments a search probes: beyond it the adjacent pair with the fewest rows is merged (rebuilt as one). */
-export const MAX_SEGMENTS = 6;
+/**
+ * Most segments a search probes: beyond it the adjacent pair with the fewest rows is merged (rebuilt as one). Each
+ * segment costs a search one HNSW probe (about 5 ms for a 20,000-row segment at 1M chunks, `EXPLAIN ANALYZE` of a
+ * hybrid's dense statement). Four, not six: replayed by `npm run bench -- --segments`, it takes the most segments
+ * from 5–6 to 4 without a budget (builds every 20,000 rows, 0 → 2M) for 1–5 % more rows put into graphs.
+ */
+export const MAX_SEGMENTS = 4;
 
 /**
  * Whether `tail` rows after the last of `segments` segments (holding `indexed` rows) become a new segment now: the

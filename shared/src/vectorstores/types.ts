@@ -160,6 +160,12 @@ export interface BuildIndexOptions {
    */
   maxRows?: number;
   /**
+   * How often a build on a PostgreSQL server reports its progress through the store's logger (pgvector): the phase
+   * of each segment's `CREATE INDEX` and the rows in its graph so far, read from `pg_stat_progress_create_index`.
+   * Each segment's start and end are reported whatever this is; 0 turns the periodic reports off. @default 30000
+   */
+  progressMs?: number;
+  /**
    * Merge every segment into one (pgvector): a rebuild of every indexed row, for the fastest probes after a bulk
    * load; without it segments are merged only beyond four. @default false
    */

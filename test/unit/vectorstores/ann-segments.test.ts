@@ -441,6 +441,53 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
     }
   });
 
+  it('says what each build does: every segment it indexes when it starts and ends, and on a server its progress meanwhile', async () => {
+    // Prepare
+    const name = `ai4rag_seg_progress_${Date.now().toString(36)}`;
+    created.push([backend, name]);
+    const logs: string[] = [];
+    const store = await PgVectorStore.create({
+      client: backend.client(),
+      embedder,
+      collectionName: name,
+      annMinRows: 0,
+      logger: (m) => logs.push(m),
+    });
+    try {
+      await store.addChunks(chunks(0, 3000));
+      const bad = await store.buildIndex({ progressMs: -1 }).then(
+        () => 'built',
+        (error: Error) => error.message,
+      );
+      // Act: a build with a report every 10 ms
+      const result = await store.buildIndex({ progressMs: 10 });
+      // Assess
+      const top = await maxRid(backend.client(), name);
+      const segment = `collection ${name}: HNSW segment (0, ${top}]`;
+      expect(result).toMatchObject({ built: true, indexed: 3000, segments: 1 });
+      expect(bad).toMatch(/^progressMs must be an integer in \[0, 3600000\], got -1/);
+      const mine = logs.filter((m) => m.startsWith(segment));
+      expect(mine[0]).toBe(`${segment}: indexing 3000 rows`);
+      expect(mine.at(-1)).toMatch(/: 3000 rows indexed in \d+\.\d\d s$/);
+      const progress = mine.slice(1, -1);
+      if (backend.name === 'PGlite') {
+        // One connection, busy with the build: nothing reads its progress
+        expect(progress).toEqual([]);
+      } else {
+        // pg_stat_progress_create_index, read on another connection while the CREATE INDEX CONCURRENTLY runs
+        expect(progress.length).toBeGreaterThan(0);
+        for (const line of progress) {
+          expect(line).toMatch(
+            /^collection \S+: HNSW segment \(0, \d+\]: [a-z :]+, \d+ of 3000 rows in the graph(, \d+ % of the table scanned)? \(\d+\.\d\d s\)$/,
+          );
+        }
+        expect(progress.some((line) => line.includes(': building index'))).toBe(true);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a store that has not seen a merge still finds every row (the merged index serves its narrower ranges)', async () => {
     // Prepare: a reader that knows two segments, and a writer that then merges them away
     const name = `ai4rag_seg_stale_${Date.now().toString(36)}`;
@@ -608,6 +655,39 @@ describe.skipIf(pgConfig === undefined)(
       await c.connect();
       return c;
     };
+
+    it('builds with progress reports on a pool of one connection, which the build holds (no report, no deadlock)', async () => {
+      // Prepare: a store whose pool has one connection: the build's session takes it, so a progress read must wait
+      const name = `ai4rag_seg_pool1_${Date.now().toString(36)}`;
+      created.push([backends[1] as Backend, name]);
+      const logs: string[] = [];
+      const store = await PgVectorStore.create({
+        client: fromPgPool(
+          new pg.Pool({ ...clientOptions(pgConfig as NonNullable<typeof pgConfig>), max: 1 }),
+          { ownsPool: true },
+        ),
+        embedder,
+        collectionName: name,
+        annMinRows: 0,
+        logger: (m) => logs.push(m),
+      });
+      try {
+        await store.addChunks(chunks(0, 2000));
+        // Act
+        const result = await store.buildIndex({ progressMs: 5 });
+        // Assess: built, the start and the end said, and no progress read got a connection while it ran
+        expect(result).toMatchObject({ built: true, indexed: 2000, segments: 1 });
+        const mine = logs.filter((m) => m.includes(': HNSW segment ('));
+        expect(mine).toHaveLength(2);
+        expect(mine[0]).toMatch(/: indexing 2000 rows$/);
+        expect(mine[1]).toMatch(/: 2000 rows indexed in \d+\.\d\d s$/);
+        expect(
+          (await store.search(chunks(7, 1)[0]?.text ?? '', { k: 1, searchMode: 'vector' }))[0]?.id,
+        ).toBe(chunks(7, 1)[0]?.id);
+      } finally {
+        await store.close();
+      }
+    });
 
     it('drops the invalid index a failed concurrent build left under a segment name, and builds that segment again', async () => {
       // Prepare: a concurrent build that fails half way leaves an invalid index behind (as a killed builder does).

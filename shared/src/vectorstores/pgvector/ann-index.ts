@@ -21,6 +21,8 @@ import { checkNumber, type StoreContext, sqlState } from './store-context.js';
 const ANN_RECHECK_MS = 30_000;
 /** `maintenance_work_mem` of an index build: HNSW builds slow down sharply once the graph outgrows it. */
 const INDEX_BUILD_MEMORY = '256MB';
+/** How often a build on a server reports its progress by default ({@link BuildIndexOptions.progressMs}). */
+export const BUILD_PROGRESS_MS = 30_000;
 /** Largest dimension pgvector's HNSW index accepts for `vector`; above it the store scans exactly. */
 export const MAX_HNSW_DIMENSION = 2000;
 
@@ -338,6 +340,66 @@ export function cheapestPair(rows: readonly number[]): number {
   return at;
 }
 
+/** Seconds since `started` (`performance.now()`), two decimals. */
+function seconds(started: number): string {
+  return ((performance.now() - started) / 1000).toFixed(2);
+}
+
+/**
+ * Reports a server-side index build's progress every `everyMs` through the store's logger, from the build
+ * session's row of `pg_stat_progress_create_index` (backend `pid`), read on another pooled connection: the phase,
+ * the rows pgvector has put into the graph of the segment's `rows`, and the share of the table scanned. Best
+ * effort: a read that fails reports nothing. `stop` ends it without waiting for a read in flight, which then reports
+ * nothing: with a pool of one connection, which the build's session holds, that read waits for the build to end.
+ */
+function watchBuild(
+  ctx: StoreContext,
+  pid: number,
+  what: string,
+  rows: number,
+  everyMs: number,
+): { stop: () => void } {
+  const started = performance.now();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const read = async () => {
+    const res = await ctx.client.query<{
+      phase: string;
+      tuples_done: string;
+      blocks_done: string;
+      blocks_total: string;
+    }>(
+      `SELECT phase, tuples_done::text, blocks_done::text, blocks_total::text
+         FROM pg_stat_progress_create_index WHERE pid = $1`,
+      [pid],
+    );
+    const r = res.rows[0];
+    if (r === undefined || stopped) return;
+    const scanned =
+      Number(r.blocks_total) > 0
+        ? `, ${Math.floor((100 * Number(r.blocks_done)) / Number(r.blocks_total))} % of the table scanned`
+        : '';
+    ctx.logger(
+      `${what}: ${r.phase}, ${r.tuples_done} of ${rows} rows in the graph${scanned} (${seconds(started)} s)`,
+    );
+  };
+  const tick = () => {
+    timer = undefined;
+    void read()
+      .catch(() => {})
+      .then(() => {
+        if (!stopped) timer = setTimeout(tick, everyMs);
+      });
+  };
+  timer = setTimeout(tick, everyMs);
+  return {
+    stop: () => {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+    },
+  };
+}
+
 /** What one builder's turn did. */
 interface BuildOutcome {
   /** `built`, `merged`, `converted`, `exists`, `no rows to index`, or `exists; …` naming what the budget left. */
@@ -360,13 +422,29 @@ async function buildSegments(
   force: boolean,
   maxRows: number,
   merge: boolean,
+  progressMs: number,
 ): Promise<BuildOutcome> {
   const cc = concurrently ? 'CONCURRENTLY ' : '';
   const drop = (name: string) => c.query(`DROP INDEX ${cc}IF EXISTS ${name}`);
-  const create = (lo: number, hi: number) =>
-    c.query(`CREATE INDEX ${cc}IF NOT EXISTS ${segmentName(ctx.t, lo, hi)} ON ${ctx.t.table}
-       USING hnsw (embedding ${OPCLASS[ctx.distance]}) WITH (m = 16, ef_construction = 64)
-       WHERE ${segmentPredicate('rid', lo, hi)}`);
+  // The build session's backend, whose row of pg_stat_progress_create_index the progress reports read.
+  const pid =
+    concurrently && progressMs > 0
+      ? Number((await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid)
+      : undefined;
+  const create = async (lo: number, hi: number, rows: number) => {
+    const what = `collection ${ctx.collectionName}: HNSW segment (${lo}, ${hi}]`;
+    ctx.logger(`${what}: indexing ${rows} rows`);
+    const started = performance.now();
+    const watch = pid === undefined ? undefined : watchBuild(ctx, pid, what, rows, progressMs);
+    try {
+      await c.query(`CREATE INDEX ${cc}IF NOT EXISTS ${segmentName(ctx.t, lo, hi)} ON ${ctx.t.table}
+         USING hnsw (embedding ${OPCLASS[ctx.distance]}) WITH (m = 16, ef_construction = 64)
+         WHERE ${segmentPredicate('rid', lo, hi)}`);
+    } finally {
+      watch?.stop();
+    }
+    ctx.logger(`${what}: ${rows} rows indexed in ${seconds(started)} s`);
+  };
   const cat = await readAnnCatalogue(c, ctx.t);
   if (cat.legacy === 'invalid') await drop(ctx.t.hnswIndex);
   for (const name of cat.invalid) await drop(name);
@@ -390,7 +468,7 @@ async function buildSegments(
     total <= maxRows
   ) {
     // Everything, the newest rows included, as one segment built once; then the parts are dropped.
-    await create(0, max);
+    await create(0, max, total);
     for (const seg of segments) await drop(seg.name);
     segments.splice(0, segments.length, {
       lo: 0,
@@ -410,7 +488,7 @@ async function buildSegments(
     for (const s of segments) await drop(s.name);
     segments.length = 0;
     if (max > 0) {
-      await create(0, max);
+      await create(0, max, max);
       segments.push({ lo: 0, hi: max, name: segmentName(ctx.t, 0, max), rows: max });
     }
     await drop(ctx.t.hnswIndex);
@@ -428,7 +506,7 @@ async function buildSegments(
       hi = Number(at.rows[0]?.at ?? max);
       rows = maxRows;
     }
-    await create(last, hi);
+    await create(last, hi, rows);
     segments.push({ lo: last, hi, name: segmentName(ctx.t, last, hi), rows });
     outcome = { reason: 'built', indexed: rows };
   } else if (segments.length === 0) {
@@ -441,7 +519,7 @@ async function buildSegments(
   for (const at of merges) {
     const a = segments[at] as AnnSegment;
     const b = segments[at + 1] as AnnSegment;
-    await create(a.lo, b.hi);
+    await create(a.lo, b.hi, a.rows + b.rows);
     await drop(a.name);
     await drop(b.name);
     segments.splice(at, 2, {
@@ -497,6 +575,13 @@ export async function buildIndex(
     ...(indexed !== undefined && { indexed, segments: state.segments.length }),
   });
   const memory = buildMemory(options.memory);
+  const progressMs = checkNumber(
+    'progressMs',
+    options.progressMs ?? BUILD_PROGRESS_MS,
+    0,
+    3_600_000,
+    true,
+  );
   const rows = await ctx.run('count rows', () => rowCount(ctx));
   if (ctx.dimension > MAX_HNSW_DIMENSION) {
     return done(
@@ -513,7 +598,7 @@ export async function buildIndex(
   if (ctx.pglite || ctx.client.session === undefined) {
     outcome = await ctx.exclusive(() =>
       ctx.run('build index', () =>
-        buildSegments(ctx, ctx.client, false, force, maxRows, options.merge === true),
+        buildSegments(ctx, ctx.client, false, force, maxRows, options.merge === true, 0),
       ),
     );
   } else {
@@ -531,7 +616,15 @@ export async function buildIndex(
         const queued = !(await tryLockWithin(c, DATABASE_BUILD_LOCK, lockTimeoutMs));
         if (queued) return 'queued' as const;
         try {
-          return await buildSegments(ctx, c, true, force, maxRows, options.merge === true);
+          return await buildSegments(
+            ctx,
+            c,
+            true,
+            force,
+            maxRows,
+            options.merge === true,
+            progressMs,
+          );
         } catch (error: unknown) {
           if (sqlState(error) !== LOCK_NOT_AVAILABLE) throw error;
           throw new VectorStoreError(

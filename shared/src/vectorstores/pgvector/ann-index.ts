@@ -273,9 +273,10 @@ export const SEGMENT_TAIL_MAX = 20_000;
 export const CARRY_RATIO = 1.25;
 /**
  * Most segments a search probes: beyond it the adjacent pair with the fewest rows is merged (rebuilt as one). Each
- * segment costs a search one HNSW probe (about 5 ms for a 20,000-row segment at 1M chunks, `EXPLAIN ANALYZE` of a
- * hybrid's dense statement). Four, not six: replayed by `npm run bench -- --segments`, it takes the most segments
- * from 5–6 to 4 without a budget (builds every 20,000 rows, 0 → 2M) for 1–5 % more rows put into graphs.
+ * segment costs a search one HNSW probe (4.4–6.3 ms for a 20,000- or 40,000-row segment at 1.06M chunks, `EXPLAIN
+ * ANALYZE` of hybrid searches' dense statements). Four, not six: replayed by `npm run bench -- --segments`, it takes
+ * the most segments from 5–6 to 4 without a budget (builds every 20,000 rows, 0 → 2M) for 1–5 % more rows put into
+ * graphs.
  */
 export const MAX_SEGMENTS = 4;
 
@@ -375,13 +376,16 @@ function watchBuild(
     );
     const r = res.rows[0];
     if (r === undefined || stopped) return;
-    const scanned =
-      Number(r.blocks_total) > 0
-        ? `, ${Math.floor((100 * Number(r.blocks_done)) / Number(r.blocks_total))} % of the table scanned`
-        : '';
-    ctx.logger(
-      `${what}: ${r.phase}, ${r.tuples_done} of ${rows} rows in the graph${scanned} (${seconds(started)} s)`,
-    );
+    // The counts are the graph's while it is built; in the later phases (waiting for older snapshots, validation)
+    // they count other things, so only the phase is said.
+    let counts = '';
+    if (r.phase.startsWith('building index')) {
+      counts = `, ${r.tuples_done} of ${rows} rows in the graph`;
+      if (Number(r.blocks_total) > 0) {
+        counts += `, ${Math.floor((100 * Number(r.blocks_done)) / Number(r.blocks_total))} % of the table scanned`;
+      }
+    }
+    ctx.logger(`${what}: ${r.phase}${counts} (${seconds(started)} s)`);
   };
   const tick = () => {
     timer = undefined;

@@ -530,10 +530,30 @@ async function openSession(p: Parsed, options: SessionOptions = {}): Promise<Ses
     collectionName,
     dataDir,
     env: ENV,
-    logger: (message) => process.stderr.write(`${message}\n`),
+    logger: storeLog,
     ...(options.createIfMissing === false && { createIfMissing: false }),
   });
   return { store, embedder };
+}
+
+/** The progress line being drawn on stderr, if any: a store's messages are written through it. */
+let activeProgress: ProgressLine | undefined;
+
+/** A store's message (an index build's, a migration's) on stderr, above the progress line when one is drawn. */
+function storeLog(message: string): void {
+  if (activeProgress !== undefined) activeProgress.log(message);
+  else process.stderr.write(`${message}\n`);
+}
+
+/** Runs `fn` while `progress` is the line a store's messages are written above. */
+async function withProgress<T>(progress: ProgressLine, fn: () => Promise<T>): Promise<T> {
+  activeProgress = progress;
+  try {
+    return await fn();
+  } finally {
+    activeProgress = undefined;
+    progress.done();
+  }
 }
 
 async function withSession<T>(
@@ -573,25 +593,26 @@ async function ingestPaths(
   // A stream: .jsonl corpora are read line by line, so no corpus is too large to ingest (each record keeps its bound).
   const loaded = await streamDocuments(absolute);
   const progress = new ProgressLine(process.stderr, !opts.json);
-  const summary = await ingestDocuments(loaded.documents, {
-    store: session.store,
-    chunking,
-    chunk: (doc) => chunker.chunk(doc),
-    prune: opts.prune,
-    ...(opts.writers !== undefined && { writers: opts.writers }),
-    ...(opts.buildIndex === false && { buildIndex: false }),
-    readAt,
-    // A file (or folder) that failed to load this time is still on disk: keep its previous version(s). Read at the
-    // end, when the stream has found every failure.
-    keep: () => loaded.failures.map((f) => f.key),
-    onProgress: (pr) =>
-      progress.update(
-        pr.documentsDone,
-        pr.documentsTotal,
-        `documents, ${pr.chunksStored} chunks embedded`,
-      ),
-  });
-  progress.done();
+  const summary = await withProgress(progress, () =>
+    ingestDocuments(loaded.documents, {
+      store: session.store,
+      chunking,
+      chunk: (doc) => chunker.chunk(doc),
+      prune: opts.prune,
+      ...(opts.writers !== undefined && { writers: opts.writers }),
+      ...(opts.buildIndex === false && { buildIndex: false }),
+      readAt,
+      // A file (or folder) that failed to load this time is still on disk: keep its previous version(s). Read at the
+      // end, when the stream has found every failure.
+      keep: () => loaded.failures.map((f) => f.key),
+      onProgress: (pr) =>
+        progress.update(
+          pr.documentsDone,
+          pr.documentsTotal,
+          `documents, ${pr.chunksStored} chunks embedded`,
+        ),
+    }),
+  );
   // Files that are not documents (unsupported type, empty) are skipped; every other load failure is a failed
   // document and makes the exit status non-zero.
   const skippedFiles = loaded.failures.filter(
@@ -847,16 +868,17 @@ async function cmdEvalRetrieval(p: Parsed, io: Io): Promise<number> {
     const ingest = await ingestPaths(session, [corpusPath], chunking, { prune: false, json }, io);
     const keys = (await session.store.listDocuments()).map((d) => d.documentId);
     const progress = new ProgressLine(process.stderr, !json);
-    const evaluation = await evaluateRetrieval(
-      new Retriever(session.store, {
-        ...options,
-        ...(transform && { queryTransform: transform }),
-      }),
-      questions,
-      keys,
-      (d, t) => progress.update(d, t, 'questions'),
+    const evaluation = await withProgress(progress, () =>
+      evaluateRetrieval(
+        new Retriever(session.store, {
+          ...options,
+          ...(transform && { queryTransform: transform }),
+        }),
+        questions,
+        keys,
+        (d, t) => progress.update(d, t, 'questions'),
+      ),
     );
-    progress.done();
     const result = {
       questions: evaluation.questions,
       'recall@1': round(evaluation.metrics['recall@1']),

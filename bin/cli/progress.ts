@@ -46,6 +46,8 @@ export class ProgressLine {
   private lastStep = -1;
   private lastDone = -1;
   private drawn = false;
+  /** The line last drawn on a terminal (redrawn below a log line). */
+  private lastDrawn = '';
   private readonly started: number;
   private readonly now: () => number;
 
@@ -63,7 +65,8 @@ export class ProgressLine {
     const pct = total === 0 ? 100 : Math.floor((done / total) * 100);
     const line = `${bar(pct)} ${String(pct).padStart(3)}% ${done}/${total} ${detail}, ${timeText(done, total, this.now() - this.started)}`;
     if (this.stream.isTTY) {
-      this.stream.write(`\r${line.slice(0, (this.stream.columns ?? 100) - 1)}\u001b[K`);
+      this.lastDrawn = `\r${line.slice(0, (this.stream.columns ?? 100) - 1)}\u001b[K`;
+      this.stream.write(this.lastDrawn);
       this.drawn = true;
       return;
     }
@@ -77,6 +80,19 @@ export class ProgressLine {
       this.lastDone = done;
       this.stream.write(`${line}\n`);
     }
+  }
+
+  /**
+   * Writes a log line (a store's message, such as an index build's) without breaking the display: on a terminal the
+   * drawn line is cleared, the message written, and the line drawn again below it; otherwise the message is a line
+   * of its own.
+   */
+  log(message: string): void {
+    if (this.drawn) {
+      this.stream.write(`\r\u001b[K${message}\n${this.lastDrawn}`);
+      return;
+    }
+    this.stream.write(`${message}\n`);
   }
 
   done(): void {

@@ -72,6 +72,35 @@ describe('progress', () => {
     ]);
   });
 
+  it('writes a log line above the redrawn line on a terminal, and as a line of its own elsewhere', () => {
+    // Arrange
+    const tty = stream(true);
+    const c = clock();
+    const line = new ProgressLine(tty.s, true, { now: c.now });
+    const plain = stream(false);
+    const offTerminal = new ProgressLine(plain.s, true, { every: 10, now: c.now });
+    // Act
+    line.log('before anything is drawn');
+    c.advance(2000);
+    line.update(1, 2, 'documents');
+    line.log('collection c: HNSW segment (0, 20000]: indexing 20000 rows');
+    line.done();
+    offTerminal.update(1, 20, 'documents');
+    offTerminal.log('collection c: HNSW segment (0, 20000]: indexing 20000 rows');
+    // Assess: the drawn line cleared, the message on its own line, the progress line drawn again below it
+    const drawn = '\r[##########..........]  50% 1/2 documents, elapsed 2s, ETA 2s\u001b[K';
+    expect(tty.writes).toEqual([
+      'before anything is drawn\n',
+      drawn,
+      `\r\u001b[Kcollection c: HNSW segment (0, 20000]: indexing 20000 rows\n${drawn}`,
+      '\n',
+    ]);
+    expect(plain.writes).toEqual([
+      '[#...................]   5% 1/20 documents, elapsed 2s, ETA 38s\n',
+      'collection c: HNSW segment (0, 20000]: indexing 20000 rows\n',
+    ]);
+  });
+
   it('writes nothing when disabled', () => {
     const { writes, s } = stream(false);
     const line = new ProgressLine(s, false);

@@ -400,7 +400,8 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     description:
       'Ingest does it every 20,000 chunks and at its end once the collection has 20,000; concurrently on PostgreSQL. ' +
       'Chunks added since the last build become a new segment (from 5,000 rows and 1/16 of those indexed, always at 20,000); ' +
-      'a segment holding nearly as many rows as the one before it merges with it, and beyond six segments the adjacent pair with the fewest rows merges. ' +
+      'a segment holding nearly as many rows as the one before it merges with it, and beyond four segments the adjacent pair with the fewest rows merges. ' +
+      'Each segment it builds is reported on stderr when it starts and ends, and on PostgreSQL its progress every 30 s. ' +
       "Past 100,000 chunks (pgvector) it also folds the keyword index's new postings and packs its long lists, which ingest's own builds leave to it.",
     groups: [['Collection', [...COLLECTION, 'force', 'merge', 'memory']]],
     globals: ALL_GLOBALS,

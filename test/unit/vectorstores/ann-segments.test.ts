@@ -147,7 +147,7 @@ describe('segment policy (pure)', () => {
     expect(wantsSegment(1, 1_000_000, 3, true)).toBe(true);
   });
 
-  it('merges the newest segment into the one before while within 1/1.25 of its size, then the cheapest pair beyond six, within the budget', () => {
+  it('merges the newest segment into the one before while within 1/1.25 of its size, then the cheapest pair beyond four, within the budget', () => {
     expect(planMerges([], Number.POSITIVE_INFINITY)).toEqual([]);
     expect(planMerges([20_000], Number.POSITIVE_INFINITY)).toEqual([]);
     // A binary counter's carries: 20k + 20k, then 40k + 40k
@@ -269,13 +269,14 @@ afterAll(async () => {
 });
 
 describe.each(backends)('HNSW segments on $name', (backend) => {
-  const open = async (name: string) => {
+  const open = async (name: string, logger?: (message: string) => void) => {
     if (!created.some(([b, n]) => b === backend && n === name)) created.push([backend, name]);
     return PgVectorStore.create({
       client: backend.client(),
       embedder,
       collectionName: name,
       annMinRows: 0,
+      ...(logger !== undefined && { logger }),
     });
   };
 
@@ -444,15 +445,8 @@ describe.each(backends)('HNSW segments on $name', (backend) => {
   it('says what each build does: every segment it indexes when it starts and ends, and on a server its progress meanwhile', async () => {
     // Prepare
     const name = `ai4rag_seg_progress_${Date.now().toString(36)}`;
-    created.push([backend, name]);
     const logs: string[] = [];
-    const store = await PgVectorStore.create({
-      client: backend.client(),
-      embedder,
-      collectionName: name,
-      annMinRows: 0,
-      logger: (m) => logs.push(m),
-    });
+    const store = await open(name, (m) => logs.push(m));
     try {
       await store.addChunks(chunks(0, 3000));
       const bad = await store.buildIndex({ progressMs: -1 }).then(
